@@ -1,0 +1,89 @@
+//===- Literal.h - compile-time tensors for folding ONNX graphs -----------===//
+//
+// A Literal is a tensor whose value is known while compiling: an
+// initializer, a Constant, or the folded result of a node whose inputs are
+// all literals. Elements are kept in ONNX's little-endian layout and read or
+// written as double (floats) or int64 (integers, bool) on demand.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MCC_IMPORT_LITERAL_H
+#define MCC_IMPORT_LITERAL_H
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mcc {
+
+/// onnx.TensorProto.DataType values the compiler handles.
+enum DType : int32_t {
+  kFloat = 1,
+  kUInt8 = 2,
+  kInt8 = 3,
+  kInt32 = 6,
+  kInt64 = 7,
+  kBool = 9,
+  kFloat16 = 10,
+  kDouble = 11,
+};
+
+bool isSupportedDType(int32_t dtype);
+bool isFloatDType(int32_t dtype);
+size_t dtypeSize(int32_t dtype);
+std::string dtypeName(int32_t dtype);
+
+using Shape = std::vector<int64_t>;
+int64_t numElements(const Shape &shape);
+std::string formatShape(const Shape &shape);
+std::vector<int64_t> stridesOf(const Shape &shape);
+
+class Literal {
+public:
+  Literal() = default;
+  Literal(int32_t dtype, Shape shape);
+  Literal(int32_t dtype, Shape shape, std::vector<uint8_t> bytes);
+
+  int32_t dtype() const { return dtype_; }
+  const Shape &shape() const { return shape_; }
+  int64_t size() const { return numElements(shape_); }
+  const uint8_t *data() const { return bytes_->data(); }
+  uint8_t *mutableData() { return bytes_->data(); }
+  size_t byteSize() const { return bytes_->size(); }
+
+  double getF(int64_t i) const;
+  int64_t getI(int64_t i) const;
+  void setF(int64_t i, double v);
+  void setI(int64_t i, int64_t v);
+  /// Reads as the dtype's natural kind, converting to double.
+  double getAsDouble(int64_t i) const {
+    return isFloatDType(dtype_) ? getF(i) : static_cast<double>(getI(i));
+  }
+  void setFromDouble(int64_t i, double v);
+
+  std::vector<int64_t> toInts() const;
+  /// Same bytes, new shape (element count must match).
+  Literal reshaped(Shape shape) const;
+  Literal castTo(int32_t dtype) const;
+
+  /// out[idx] = this[source(idx)] for every multi-index of `outShape`.
+  Literal gather(const Shape &outShape,
+                 const std::function<int64_t(const int64_t *)> &source) const;
+
+  static Literal scalarInt(int64_t v, int32_t dtype = kInt64);
+  static Literal fromInts(const std::vector<int64_t> &v);
+
+private:
+  int32_t dtype_ = kFloat;
+  Shape shape_;
+  std::shared_ptr<std::vector<uint8_t>> bytes_;
+};
+
+/// Broadcast shape of NumPy-style multidirectional broadcasting; false if
+/// the shapes are incompatible.
+bool broadcastShapes(const std::vector<Shape> &shapes, Shape &result);
+
+} // namespace mcc
+
+#endif // MCC_IMPORT_LITERAL_H

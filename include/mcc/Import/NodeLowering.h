@@ -1,0 +1,151 @@
+//===- NodeLowering.h - per-node state while importing an ONNX graph ------===//
+//
+// The importer walks the graph in order. Each node either folds (all inputs
+// literal) or emits tensor-level MLIR. Op lowerings are free functions
+// registered by op type; they see the node through NodeLowering.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MCC_IMPORT_NODELOWERING_H
+#define MCC_IMPORT_NODELOWERING_H
+
+#include "mcc/Import/Literal.h"
+#include "mcc/Import/OnnxImporter.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+
+#include "onnx/onnx_pb.h"
+
+#include <functional>
+#include <map>
+#include <optional>
+
+namespace mcc {
+
+/// A value of the ONNX graph: always a dtype and static shape; a literal if
+/// known at compile time; an SSA tensor once something needed it in IR.
+struct GraphValue {
+  int32_t dtype = kFloat;
+  Shape shape;
+  std::optional<Literal> literal;
+  mlir::Value tensor;
+};
+
+class GraphLowering;
+
+class NodeLowering {
+public:
+  NodeLowering(GraphLowering &graph, const onnx::NodeProto &node,
+               int64_t opset, mlir::Location loc);
+
+  const onnx::NodeProto &node() const { return node_; }
+  int64_t opset() const { return opset_; }
+  mlir::Location loc() const { return loc_; }
+  mlir::OpBuilder &builder();
+
+  size_t numInputs() const { return node_.input_size(); }
+  bool hasInput(size_t i) const {
+    return i < (size_t)node_.input_size() && !node_.input(i).empty();
+  }
+  const GraphValue &input(size_t i) const;
+  const Shape &shape(size_t i) const { return input(i).shape; }
+  int32_t dtype(size_t i) const { return input(i).dtype; }
+  size_t rank(size_t i) const { return input(i).shape.size(); }
+  bool isLiteral(size_t i) const { return input(i).literal.has_value(); }
+  const Literal &literal(size_t i) const { return *input(i).literal; }
+  bool allInputsLiteral() const;
+  /// The input as an SSA tensor, materializing a literal if needed.
+  mlir::Value value(size_t i);
+
+  size_t numOutputs() const { return node_.output_size(); }
+  bool hasOutput(size_t i) const {
+    return i < (size_t)node_.output_size() && !node_.output(i).empty();
+  }
+  /// dtype: the ONNX dtype when the IR type alone is ambiguous (uint8).
+  void setOutput(size_t i, mlir::Value tensor, int32_t dtype = 0);
+  void setOutput(size_t i, Literal literal);
+
+  bool hasAttr(llvm::StringRef name) const;
+  int64_t attrInt(llvm::StringRef name, int64_t def) const;
+  float attrFloat(llvm::StringRef name, float def) const;
+  std::vector<int64_t> attrInts(llvm::StringRef name,
+                                std::vector<int64_t> def = {}) const;
+  std::vector<float> attrFloats(llvm::StringRef name) const;
+  std::string attrString(llvm::StringRef name, std::string def = "") const;
+  const onnx::AttributeProto *attr(llvm::StringRef name) const;
+
+  /// An integer list given by input `i` (newer opsets) or attribute `name`
+  /// (older ones); nullopt when neither is present. Fails if the input is
+  /// not known at compile time.
+  mlir::FailureOr<std::optional<std::vector<int64_t>>>
+  intsFromInputOrAttr(size_t i, llvm::StringRef name);
+
+  /// Reports an error at this node: "node 'n' (Op): <message>".
+  mlir::InFlightDiagnostic emitError() const;
+  mlir::LogicalResult fail(const llvm::Twine &message) const;
+
+  mlir::Type elementType(int32_t dtype) const;
+  mlir::RankedTensorType tensorType(const Shape &shape, int32_t dtype) const;
+
+  /// A TensorProto attribute (Constant's value, ...) as a literal.
+  mlir::FailureOr<Literal> literalFromProto(const onnx::TensorProto &t);
+
+private:
+  GraphLowering &graph_;
+  const onnx::NodeProto &node_;
+  int64_t opset_;
+  mlir::Location loc_;
+};
+
+using LowerFn = std::function<mlir::LogicalResult(NodeLowering &)>;
+
+/// Registry of op lowerings by ONNX op type (default domain).
+std::map<std::string, LowerFn> &opLowerings();
+
+void registerElementwiseLowerings();
+void registerShapeLowerings();
+void registerLinalgLowerings();
+void registerNormalizationLowerings();
+
+//===--- IR helpers shared by op lowerings ---------------------------------===//
+
+/// dtype of an MLIR element type.
+int32_t dtypeOf(mlir::Type type);
+Shape shapeOf(mlir::Value tensor);
+
+/// Elementwise op over broadcast inputs: body gets the scalar operands.
+using ScalarBody = std::function<mlir::Value(
+    mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
+mlir::Value emitElementwise(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::ValueRange inputs, mlir::Type resultElement,
+                            const Shape &resultShape, const ScalarBody &body);
+
+/// Reduction over `axes` (kept as size-1 dims when keepDims), with `init`
+/// as the identity and `combine(acc, x)`; `mapInput` transforms elements.
+mlir::Value emitReduction(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value input, const std::vector<int64_t> &axes,
+                          bool keepDims, mlir::TypedAttr init,
+                          const ScalarBody &combine,
+                          const ScalarBody &mapInput = nullptr);
+
+mlir::Value emitReshape(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value input, const Shape &shape);
+mlir::Value emitTranspose(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value input,
+                          const std::vector<int64_t> &perm);
+mlir::Value emitBroadcastTo(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value input, const Shape &shape);
+mlir::Value emitFilled(mlir::OpBuilder &b, mlir::Location loc,
+                       const Shape &shape, mlir::TypedAttr value);
+mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Type type, double value);
+mlir::Value emitScalarCast(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value v, int32_t from, int32_t to,
+                           mlir::Type toType);
+
+int64_t normalizeAxis(int64_t axis, int64_t rank);
+
+} // namespace mcc
+
+#endif // MCC_IMPORT_NODELOWERING_H

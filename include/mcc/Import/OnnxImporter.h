@@ -1,0 +1,87 @@
+//===- OnnxImporter.h - ONNX protobuf to tensor-level MLIR ----------------===//
+//
+// Reads an ONNX model (with raw, typed or external initializers), pins its
+// symbolic dims, folds every computation whose inputs are known at compile
+// time (the exporters' shape subgraphs, weight transposes, ...), and emits
+// the rest as linalg/tensor/arith/math on tensors in one function, @forward.
+// Large constants become trailing function arguments ("weights") whose bytes
+// are returned beside the module, so the codegen can keep them as data.
+//
+//===----------------------------------------------------------------------===//
+#ifndef MCC_IMPORT_ONNXIMPORTER_H
+#define MCC_IMPORT_ONNXIMPORTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LLVM.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mcc {
+
+struct ImportOptions {
+  /// Pinned shapes per graph input name (from --shape NAME=2x16).
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// Literals with more elements than this become weight arguments instead
+  /// of inline constants.
+  int64_t inlineConstantLimit = 16;
+};
+
+/// One graph input or output as the model .so will describe it.
+struct TensorSignature {
+  std::string name;
+  int32_t dtype = 1; // onnx.TensorProto.DataType
+  std::vector<int64_t> shape;
+};
+
+/// A weight argument of @forward: its bytes live at `offset` in the blob.
+struct WeightRecord {
+  std::string name;
+  int32_t dtype = 1;
+  std::vector<int64_t> shape;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+struct ImportedModel {
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  std::vector<TensorSignature> inputs;
+  std::vector<TensorSignature> outputs;
+  std::vector<WeightRecord> weights;
+  std::vector<uint8_t> weightBlob; // 64-byte aligned records
+  int64_t opsetVersion = 0;
+  std::string producer;
+};
+
+/// Imports the model at `path`. Failures are reported as MLIR diagnostics
+/// (naming the file, node, op and domain where they apply).
+mlir::FailureOr<ImportedModel> importOnnxFile(mlir::MLIRContext &context,
+                                              llvm::StringRef path,
+                                              const ImportOptions &options);
+
+/// Imports from serialized bytes; external data is resolved against
+/// `baseDir` (empty: external data is refused).
+mlir::FailureOr<ImportedModel> importOnnxBytes(mlir::MLIRContext &context,
+                                               llvm::StringRef bytes,
+                                               llvm::StringRef baseDir,
+                                               llvm::StringRef displayName,
+                                               const ImportOptions &options);
+
+/// Imports ONNX textual syntax (onnx/defs/parser.h), for tests.
+mlir::FailureOr<ImportedModel> importOnnxText(mlir::MLIRContext &context,
+                                              llvm::StringRef text,
+                                              const ImportOptions &options);
+
+/// Registers the dialects the importer emits.
+void registerImportDialects(mlir::DialectRegistry &registry);
+
+/// Ops the importer lowers, for the supported-ops table.
+std::vector<std::string> supportedOnnxOps();
+
+} // namespace mcc
+
+#endif // MCC_IMPORT_ONNXIMPORTER_H

@@ -1,0 +1,49 @@
+//===- Pipelines.h - the compile pipelines, shared by mcc and mcc-opt -----===//
+#ifndef MCC_PIPELINES_PIPELINES_H
+#define MCC_PIPELINES_PIPELINES_H
+
+#include "mcc/Import/OnnxImporter.h"
+
+#include "mlir/Pass/PassManager.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace mcc {
+
+struct CompileOptions {
+  std::string target = "cpu";
+  /// CPU name for codegen (e.g. "x86-64-v3", "skylake-avx512"); empty: host.
+  std::string cpu;
+  /// Folder that receives the IR after every stage; empty: none.
+  std::string dumpIrDir;
+  ImportOptions import;
+};
+
+/// One named stage of a pipeline; `mcc compile --dump-ir` writes the IR
+/// after each, and `mcc-opt --<name>` runs it.
+struct PipelineStage {
+  std::string name;
+  std::string summary;
+  std::function<void(mlir::OpPassManager &)> build;
+};
+
+std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &options);
+
+/// Every CPU stage in order: tensor-level MLIR to the LLVM dialect.
+void buildCpuPipeline(mlir::OpPassManager &pm, const CompileOptions &options);
+
+/// Registers mcc-cpu-pipeline and each stage as textual pass pipelines.
+void registerMccPipelines();
+
+/// The whole `mcc compile`: import, run the stages, write the .so at
+/// `outputPath` (atomically). Errors go to the context's diagnostics.
+mlir::LogicalResult compileOnnxModel(mlir::MLIRContext &context,
+                                     llvm::StringRef inputPath,
+                                     llvm::StringRef outputPath,
+                                     const CompileOptions &options);
+
+} // namespace mcc
+
+#endif // MCC_PIPELINES_PIPELINES_H

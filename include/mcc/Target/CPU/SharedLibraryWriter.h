@@ -1,0 +1,31 @@
+//===- SharedLibraryWriter.h - LLVM dialect module to a model .so ---------===//
+#ifndef MCC_TARGET_CPU_SHAREDLIBRARYWRITER_H
+#define MCC_TARGET_CPU_SHAREDLIBRARYWRITER_H
+
+#include "mcc/Import/OnnxImporter.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace mcc {
+
+struct CpuTargetOptions {
+  std::string cpu; // empty: the host CPU and its features
+  std::string dumpLlvmIrPath; // optional: write the optimized LLVM IR here
+};
+
+/// Translates `module` (LLVM dialect, holding @forward) to LLVM IR, adds the
+/// model descriptor, run entry point and weight blob, compiles for the CPU
+/// and links `outputPath`, which appears only if every step succeeded.
+mlir::LogicalResult writeCpuSharedLibrary(mlir::ModuleOp module,
+                                          const ImportedModel &model,
+                                          const CpuTargetOptions &options,
+                                          llvm::StringRef outputPath);
+
+/// Registers the translations the writer needs (LLVM, OpenMP).
+void registerCpuTranslations(mlir::DialectRegistry &registry);
+
+} // namespace mcc
+
+#endif

@@ -1,0 +1,22 @@
+//===- Passes.h - mcc transformation passes -------------------------------===//
+#ifndef MCC_TRANSFORMS_PASSES_H
+#define MCC_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Pass/Pass.h"
+
+namespace mcc {
+
+#define GEN_PASS_DECL
+#include "mcc/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "mcc/Transforms/Passes.h.inc"
+
+} // namespace mcc
+
+#endif // MCC_TRANSFORMS_PASSES_H

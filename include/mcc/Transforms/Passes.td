@@ -1,0 +1,41 @@
+//===- Passes.td - mcc transformation passes -------------------*- tablegen -*-===//
+
+#ifndef MCC_TRANSFORMS_PASSES
+#define MCC_TRANSFORMS_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def TileForCpu : Pass<"mcc-tile-for-cpu", "mlir::func::FuncOp"> {
+  let summary = "Tile linalg ops' parallel loops into scf.forall for threads";
+  let description = [{
+    Every linalg op at the top level of a function gets its leading parallel
+    loops tiled into one scf.forall with about `target-tiles` tiles, which
+    later becomes an OpenMP worksharing loop. linalg.fill producers of the
+    tiled op are fused into the same tile, so an accumulator is initialised
+    by the thread that uses it. Reduction loops are left whole: a tile owns
+    complete outputs.
+  }];
+  let options = [
+    Option<"targetTiles", "target-tiles", "int64_t", "64",
+           "Number of tiles to aim for per op (a few per core)">,
+    Option<"minTileElements", "min-tile-elements", "int64_t", "4096",
+           "Ops with fewer output elements than this stay untiled">,
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::tensor::TensorDialect",
+                           "mlir::linalg::LinalgDialect", "mlir::affine::AffineDialect"];
+}
+
+def InterchangeContractionLoops
+    : Pass<"mcc-interchange-contraction-loops", "mlir::func::FuncOp"> {
+  let summary = "Move reduction loops of matmuls and convolutions outward";
+  let description = [{
+    Generalizes linalg.matmul, linalg.batch_matmul and the NCHW
+    convolutions and permutes their loops so that the innermost loop runs
+    over a contiguous output dimension instead of the reduction. After
+    lowering to loops, the inner loop is then a unit-stride multiply-add
+    that LLVM vectorizes for the target's AVX2/AVX-512 width.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
+#endif // MCC_TRANSFORMS_PASSES

@@ -1,0 +1,101 @@
+/* mcc runtime C API: load a model .so written by `mcc compile` and run it.
+ *
+ * Every call returns an mcc_status; on failure, mcc_last_error() returns a
+ * message for the calling thread that says what went wrong and where. A
+ * loaded model is immutable, so one mcc_model may be run from several
+ * threads at once; each run uses its own scratch memory.
+ */
+#ifndef MCC_MCC_H
+#define MCC_MCC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum mcc_status {
+  MCC_OK = 0,
+  MCC_ERROR_INVALID_ARGUMENT = 1, /* null pointer, bad index, bad name */
+  MCC_ERROR_LOAD = 2,             /* dlopen failed or not an mcc model */
+  MCC_ERROR_ABI = 3,              /* model built for another ABI/target */
+  MCC_ERROR_SHAPE = 4,            /* input shape differs from the model's */
+  MCC_ERROR_DTYPE = 5,            /* input dtype differs from the model's */
+  MCC_ERROR_OUT_OF_MEMORY = 6,
+  MCC_ERROR_RUN = 7,
+} mcc_status;
+
+typedef enum mcc_dtype {
+  MCC_FLOAT32 = 1,
+  MCC_UINT8 = 2,
+  MCC_INT8 = 3,
+  MCC_INT32 = 6,
+  MCC_INT64 = 7,
+  MCC_BOOL = 9,
+  MCC_FLOAT16 = 10,
+  MCC_FLOAT64 = 11,
+} mcc_dtype; /* values follow onnx.TensorProto.DataType */
+
+#define MCC_MAX_RANK 8
+
+typedef struct mcc_tensor_info {
+  const char *name;
+  mcc_dtype dtype;
+  int32_t rank;
+  int64_t shape[MCC_MAX_RANK];
+} mcc_tensor_info;
+
+/* A tensor the caller owns (or one mcc allocated; see mcc_run_alloc). */
+typedef struct mcc_tensor {
+  void *data;
+  mcc_dtype dtype;
+  int32_t rank;
+  int64_t shape[MCC_MAX_RANK];
+} mcc_tensor;
+
+typedef struct mcc_model mcc_model;
+
+/* Message for the last failed call on this thread ("" if none). */
+const char *mcc_last_error(void);
+const char *mcc_status_string(mcc_status status);
+size_t mcc_dtype_size(mcc_dtype dtype);
+const char *mcc_dtype_name(mcc_dtype dtype);
+
+mcc_status mcc_model_load(const char *path, mcc_model **out_model);
+void mcc_model_free(mcc_model *model);
+
+/* "cpu" or "cuda", and the architecture the code was built for. */
+const char *mcc_model_target(const mcc_model *model);
+const char *mcc_model_arch(const mcc_model *model);
+
+size_t mcc_model_num_inputs(const mcc_model *model);
+size_t mcc_model_num_outputs(const mcc_model *model);
+mcc_status mcc_model_input_info(const mcc_model *model, size_t index,
+                                mcc_tensor_info *out_info);
+mcc_status mcc_model_output_info(const mcc_model *model, size_t index,
+                                 mcc_tensor_info *out_info);
+
+/* Threads used by one run (0: the OpenMP default, all cores). Affects the
+ * calling thread's later runs. */
+mcc_status mcc_set_num_threads(int num_threads);
+
+/* Runs with caller-provided buffers: inputs[i] and outputs[i] in the order
+ * of mcc_model_input_info / mcc_model_output_info. Shapes and dtypes are
+ * checked against the model's signature. */
+mcc_status mcc_run(const mcc_model *model, const mcc_tensor *inputs,
+                   size_t num_inputs, mcc_tensor *outputs,
+                   size_t num_outputs);
+
+/* Like mcc_run, but allocates the outputs; release each output's data with
+ * mcc_tensor_free_data. */
+mcc_status mcc_run_alloc(const mcc_model *model, const mcc_tensor *inputs,
+                         size_t num_inputs, mcc_tensor *outputs,
+                         size_t num_outputs);
+void mcc_tensor_free_data(mcc_tensor *tensor);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MCC_MCC_H */

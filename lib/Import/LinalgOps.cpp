@@ -1,0 +1,647 @@
+//===- LinalgOps.cpp - ONNX contractions, convolutions, pools, reductions -===//
+//
+// Matrix products and convolutions map to named linalg ops so that the
+// tiling and vectorization passes see them as what they are; everything
+// around them is linalg.generic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mcc/Import/NodeLowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace mcc {
+namespace {
+
+TypedAttr zeroAttr(OpBuilder &b, Type et) {
+  if (isa<FloatType>(et))
+    return b.getFloatAttr(et, 0.0);
+  return b.getIntegerAttr(et, 0);
+}
+
+Value emitMatmul2D(OpBuilder &b, Location loc, Value a, Value bm) {
+  Shape as = shapeOf(a), bs = shapeOf(bm);
+  Type et = cast<RankedTensorType>(a.getType()).getElementType();
+  Value init = emitFilled(b, loc, {as[0], bs[1]}, zeroAttr(b, et));
+  return linalg::MatmulOp::create(b, loc, ValueRange{a, bm}, ValueRange{init})
+      .getResult(0);
+}
+
+Value emitBatchMatmul(OpBuilder &b, Location loc, Value a, Value bm) {
+  Shape as = shapeOf(a), bs = shapeOf(bm);
+  Type et = cast<RankedTensorType>(a.getType()).getElementType();
+  Value init = emitFilled(b, loc, {as[0], as[1], bs[2]}, zeroAttr(b, et));
+  return linalg::BatchMatmulOp::create(b, loc, ValueRange{a, bm},
+                                       ValueRange{init})
+      .getResult(0);
+}
+
+/// ONNX MatMul (NumPy matmul semantics) on SSA tensors.
+FailureOr<Value> matmul(NodeLowering &n, Value a, Value bm) {
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Shape as = shapeOf(a), bs = shapeOf(bm);
+  bool aVec = as.size() == 1, bVec = bs.size() == 1;
+  if (as.empty() || bs.empty())
+    return n.fail("matmul of a scalar");
+  if (aVec) {
+    as.insert(as.begin(), 1);
+    a = emitReshape(b, loc, a, as);
+  }
+  if (bVec) {
+    bs.push_back(1);
+    bm = emitReshape(b, loc, bm, bs);
+  }
+  int64_t M = as[as.size() - 2], K = as.back(), N = bs.back();
+  if (bs[bs.size() - 2] != K)
+    return n.fail("inner dimensions differ: " + formatShape(n.shape(0)) +
+                  " x " + formatShape(n.shape(1)));
+  Shape batchA(as.begin(), as.end() - 2), batchB(bs.begin(), bs.end() - 2),
+      batch;
+  if (!broadcastShapes({batchA, batchB}, batch))
+    return n.fail("batch dims do not broadcast");
+  int64_t bt = numElements(batch);
+  Value r;
+  if (batchB.empty() || numElements(batchB) == 1) {
+    if (!batchB.empty())
+      bm = emitReshape(b, loc, bm, {K, N});
+    Shape fullA = batch;
+    fullA.push_back(M);
+    fullA.push_back(K);
+    a = emitBroadcastTo(b, loc, a, fullA);
+    a = emitReshape(b, loc, a, {bt * M, K});
+    r = emitMatmul2D(b, loc, a, bm);
+  } else {
+    Shape fullA = batch, fullB = batch;
+    fullA.insert(fullA.end(), {M, K});
+    fullB.insert(fullB.end(), {K, N});
+    a = emitReshape(b, loc, emitBroadcastTo(b, loc, a, fullA), {bt, M, K});
+    bm = emitReshape(b, loc, emitBroadcastTo(b, loc, bm, fullB), {bt, K, N});
+    r = emitBatchMatmul(b, loc, a, bm);
+  }
+  Shape out = batch;
+  if (!aVec)
+    out.push_back(M);
+  if (!bVec)
+    out.push_back(N);
+  return emitReshape(b, loc, r, out);
+}
+
+LogicalResult lowerMatMul(NodeLowering &n) {
+  auto r = matmul(n, n.value(0), n.value(1));
+  if (failed(r))
+    return failure();
+  n.setOutput(0, *r, n.dtype(0));
+  return success();
+}
+
+/// A 2-D operand, transposed if asked; literals are transposed while
+/// compiling so weights arrive in the layout the product wants.
+
+LogicalResult lowerGemm(NodeLowering &n) {
+  if (n.rank(0) != 2 || n.rank(1) != 2)
+    return n.fail("A and B must be 2-D");
+  bool ta = n.attrInt("transA", 0), tb = n.attrInt("transB", 0);
+  double alpha = n.attrFloat("alpha", 1.0f), beta = n.attrFloat("beta", 1.0f);
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Value a = n.value(0), bm = n.value(1);
+  if (ta)
+    a = emitTranspose(b, loc, a, {1, 0});
+  if (tb)
+    bm = emitTranspose(b, loc, bm, {1, 0});
+  Shape as = shapeOf(a), bs = shapeOf(bm);
+  if (as[1] != bs[0])
+    return n.fail("inner dimensions differ");
+  Value r = emitMatmul2D(b, loc, a, bm);
+  Shape out = {as[0], bs[1]};
+  Type et = n.elementType(n.dtype(0));
+  bool hasC = n.hasInput(2) && beta != 0.0;
+  if (alpha != 1.0 || hasC) {
+    SmallVector<Value> ins = {r};
+    if (hasC) {
+      Shape tmp;
+      if (!broadcastShapes({n.shape(2), out}, tmp) || tmp != out)
+        return n.fail("C of shape " + formatShape(n.shape(2)) +
+                      " does not broadcast to " + formatShape(out));
+      ins.push_back(n.value(2));
+    }
+    r = emitElementwise(b, loc, ins, et, out,
+                        [&](OpBuilder &nb, Location l, ValueRange v) {
+                          Value x = v[0];
+                          if (alpha != 1.0)
+                            x = arith::MulFOp::create(
+                                nb, l, x, scalarConstant(nb, l, et, alpha));
+                          if (v.size() > 1) {
+                            Value c = v[1];
+                            if (beta != 1.0)
+                              c = arith::MulFOp::create(
+                                  nb, l, c, scalarConstant(nb, l, et, beta));
+                            x = arith::AddFOp::create(nb, l, x, c);
+                          }
+                          return x;
+                        });
+  }
+  n.setOutput(0, r, n.dtype(0));
+  return success();
+}
+
+struct WindowGeometry {
+  std::vector<int64_t> kernel, strides, dilations, padLo, padHi, out;
+};
+
+/// Output sizes and pads of a conv/pool window over `spatial` dims.
+LogicalResult windowGeometry(NodeLowering &n, const Shape &spatial,
+                             const std::vector<int64_t> &kernel, bool ceilMode,
+                             WindowGeometry &g) {
+  size_t r = spatial.size();
+  g.kernel = kernel;
+  g.strides = n.attrInts("strides", std::vector<int64_t>(r, 1));
+  g.dilations = n.attrInts("dilations", std::vector<int64_t>(r, 1));
+  std::vector<int64_t> pads = n.attrInts("pads", std::vector<int64_t>(2 * r, 0));
+  if (g.strides.size() != r || g.dilations.size() != r || pads.size() != 2 * r)
+    return n.fail("strides/dilations/pads do not match " + Twine(r) +
+                  " spatial dims");
+  std::string autoPad = n.attrString("auto_pad", "NOTSET");
+  g.padLo.assign(pads.begin(), pads.begin() + r);
+  g.padHi.assign(pads.begin() + r, pads.end());
+  g.out.clear();
+  for (size_t i = 0; i < r; ++i) {
+    int64_t eff = g.dilations[i] * (kernel[i] - 1) + 1;
+    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      int64_t o = (spatial[i] + g.strides[i] - 1) / g.strides[i];
+      int64_t total = std::max<int64_t>(0, (o - 1) * g.strides[i] + eff - spatial[i]);
+      int64_t small = total / 2, big = total - small;
+      g.padLo[i] = autoPad == "SAME_UPPER" ? small : big;
+      g.padHi[i] = autoPad == "SAME_UPPER" ? big : small;
+    } else if (autoPad == "VALID") {
+      g.padLo[i] = g.padHi[i] = 0;
+    } else if (autoPad != "NOTSET") {
+      return n.fail("unknown auto_pad '" + autoPad + "'");
+    }
+    int64_t span = spatial[i] + g.padLo[i] + g.padHi[i] - eff;
+    if (span < 0)
+      return n.fail("window larger than padded input");
+    int64_t o = ceilMode ? (span + g.strides[i] - 1) / g.strides[i] + 1
+                         : span / g.strides[i] + 1;
+    // A window may not start in the trailing padding.
+    if (ceilMode && (o - 1) * g.strides[i] >= spatial[i] + g.padLo[i])
+      --o;
+    g.out.push_back(o);
+    // Extra trailing pad so the last (ceil-mode) window is in bounds.
+    int64_t need = (o - 1) * g.strides[i] + eff - (spatial[i] + g.padLo[i]);
+    g.padHi[i] = std::max(g.padHi[i], need);
+  }
+  return success();
+}
+
+Value padSpatial(OpBuilder &b, Location loc, Value input,
+                 const WindowGeometry &g, double value) {
+  bool any = false;
+  for (size_t i = 0; i < g.padLo.size(); ++i)
+    any |= g.padLo[i] || g.padHi[i];
+  if (!any)
+    return input;
+  Shape in = shapeOf(input);
+  SmallVector<OpFoldResult> lo = {b.getIndexAttr(0), b.getIndexAttr(0)},
+                            hi = lo;
+  Shape out = {in[0], in[1]};
+  for (size_t i = 0; i < g.padLo.size(); ++i) {
+    lo.push_back(b.getIndexAttr(g.padLo[i]));
+    hi.push_back(b.getIndexAttr(g.padHi[i]));
+    out.push_back(in[2 + i] + g.padLo[i] + g.padHi[i]);
+  }
+  Type et = cast<RankedTensorType>(input.getType()).getElementType();
+  Value pv = scalarConstant(b, loc, et, value);
+  return tensor::PadOp::create(b, loc, RankedTensorType::get(out, et), input,
+                               lo, hi, pv);
+}
+
+DenseIntElementsAttr i64Vector(OpBuilder &b, ArrayRef<int64_t> v) {
+  return DenseIntElementsAttr::get(
+      RankedTensorType::get({static_cast<int64_t>(v.size())}, b.getI64Type()),
+      v);
+}
+
+LogicalResult lowerConv(NodeLowering &n) {
+  Shape xs = n.shape(0), ws = n.shape(1);
+  if (xs.size() != 4 && xs.size() != 3)
+    return n.fail("only 1-D and 2-D convolutions are supported (input " +
+                  formatShape(xs) + ")");
+  if (!isFloatDType(n.dtype(0)))
+    return n.fail("only floating-point convolutions are supported");
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Value x = n.value(0), w = n.value(1);
+  bool is1d = xs.size() == 3;
+  std::vector<int64_t> kernel = n.attrInts("kernel_shape");
+  if (kernel.empty())
+    kernel.assign(ws.begin() + 2, ws.end());
+  Shape spatial(xs.begin() + 2, xs.end());
+  WindowGeometry g;
+  if (failed(windowGeometry(n, spatial, kernel, false, g)))
+    return failure();
+  if (is1d) {
+    // A 1-D convolution is a 2-D one over a height of 1.
+    xs.insert(xs.begin() + 2, 1);
+    ws.insert(ws.begin() + 2, 1);
+    x = emitReshape(b, loc, x, xs);
+    w = emitReshape(b, loc, w, ws);
+    for (auto *v : {&g.kernel, &g.dilations, &g.padLo, &g.padHi, &g.out})
+      v->insert(v->begin(), (v == &g.out || v == &g.kernel || v == &g.dilations) ? 1 : 0);
+    g.strides.insert(g.strides.begin(), 1);
+  }
+  int64_t N = xs[0], C = xs[1], M = ws[0];
+  int64_t group = n.attrInt("group", 1);
+  if (C % group || M % group || ws[1] * group != C)
+    return n.fail("channels " + Twine(C) + " and weight " + formatShape(n.shape(1)) +
+                  " do not fit group " + Twine(group));
+  x = padSpatial(b, loc, x, g, 0.0);
+  Type et = n.elementType(n.dtype(0));
+  Shape out = {N, M, g.out[0], g.out[1]};
+  auto strides = i64Vector(b, g.strides), dil = i64Vector(b, g.dilations);
+  Value r;
+  if (group == 1) {
+    Value init = emitFilled(b, loc, out, zeroAttr(b, et));
+    r = linalg::Conv2DNchwFchwOp::create(b, loc, TypeRange{init.getType()},
+                                         ValueRange{x, w}, ValueRange{init},
+                                         strides, dil)
+            .getResult(0);
+  } else if (group == C && M == C) {
+    Value wd = emitReshape(b, loc, w, {C, ws[2], ws[3]});
+    Value init = emitFilled(b, loc, out, zeroAttr(b, et));
+    r = linalg::DepthwiseConv2DNchwChwOp::create(
+            b, loc, TypeRange{init.getType()}, ValueRange{x, wd},
+            ValueRange{init}, strides, dil)
+            .getResult(0);
+  } else {
+    Shape px = shapeOf(x);
+    Value xg = emitReshape(b, loc, x, {N, group, C / group, px[2], px[3]});
+    Value wg = emitReshape(b, loc, w, {group, M / group, C / group, ws[2], ws[3]});
+    Shape gout = {N, group, M / group, g.out[0], g.out[1]};
+    Value init = emitFilled(b, loc, gout, zeroAttr(b, et));
+    r = linalg::Conv2DNgchwGfchwOp::create(b, loc, TypeRange{init.getType()},
+                                           ValueRange{xg, wg}, ValueRange{init},
+                                           strides, dil)
+            .getResult(0);
+    r = emitReshape(b, loc, r, out);
+  }
+  if (n.hasInput(2)) {
+    Value bias = emitReshape(b, loc, n.value(2), {M, 1, 1});
+    r = emitElementwise(b, loc, ValueRange{r, bias}, et, out,
+                        [](OpBuilder &nb, Location l, ValueRange v) {
+                          return (Value)arith::AddFOp::create(nb, l, v[0], v[1]);
+                        });
+  }
+  if (is1d)
+    r = emitReshape(b, loc, r, {N, M, g.out[1]});
+  n.setOutput(0, r, n.dtype(0));
+  return success();
+}
+
+LogicalResult lowerPool(NodeLowering &n, bool isMax) {
+  Shape xs = n.shape(0);
+  if (xs.size() != 4 && xs.size() != 3)
+    return n.fail("only 1-D and 2-D pooling is supported");
+  if (isMax && n.hasOutput(1))
+    return n.fail("the Indices output is not supported");
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Value x = n.value(0);
+  std::vector<int64_t> kernel = n.attrInts("kernel_shape");
+  bool is1d = xs.size() == 3;
+  if (kernel.size() != xs.size() - 2)
+    return n.fail("kernel_shape does not match the input rank");
+  Shape spatial(xs.begin() + 2, xs.end());
+  WindowGeometry g;
+  if (failed(windowGeometry(n, spatial, kernel, n.attrInt("ceil_mode", 0), g)))
+    return failure();
+  std::vector<int64_t> explicitHi = n.attrInts("pads", std::vector<int64_t>(2 * spatial.size(), 0));
+  if (is1d) {
+    xs.insert(xs.begin() + 2, 1);
+    spatial.insert(spatial.begin(), 1);
+    x = emitReshape(b, loc, x, xs);
+    g.kernel.insert(g.kernel.begin(), 1);
+    g.strides.insert(g.strides.begin(), 1);
+    g.dilations.insert(g.dilations.begin(), 1);
+    g.padLo.insert(g.padLo.begin(), 0);
+    g.padHi.insert(g.padHi.begin(), 0);
+    g.out.insert(g.out.begin(), 1);
+  }
+  Type et = n.elementType(n.dtype(0));
+  x = padSpatial(b, loc, x, g, isMax ? -INFINITY : 0.0);
+  Shape out = {xs[0], xs[1], g.out[0], g.out[1]};
+  Value window = tensor::EmptyOp::create(b, loc, Shape{g.kernel[0], g.kernel[1]}, et);
+  auto strides = i64Vector(b, g.strides), dil = i64Vector(b, g.dilations);
+  Value r;
+  if (isMax) {
+    Value init = emitFilled(b, loc, out, b.getFloatAttr(et, -INFINITY));
+    r = linalg::PoolingNchwMaxOp::create(b, loc, TypeRange{init.getType()},
+                                         ValueRange{x, window}, ValueRange{init},
+                                         strides, dil)
+            .getResult(0);
+  } else {
+    Value init = emitFilled(b, loc, out, b.getFloatAttr(et, 0.0));
+    r = linalg::PoolingNchwSumOp::create(b, loc, TypeRange{init.getType()},
+                                         ValueRange{x, window}, ValueRange{init},
+                                         strides, dil)
+            .getResult(0);
+    // Divisors are static: count each window's elements inside the input
+    // (or inside the explicitly padded input with count_include_pad).
+    bool includePad = n.attrInt("count_include_pad", 0) != 0;
+    Literal counts(n.dtype(0), {g.out[0], g.out[1]});
+    size_t off = is1d ? 1 : 0;
+    for (int64_t oh = 0; oh < g.out[0]; ++oh)
+      for (int64_t ow = 0; ow < g.out[1]; ++ow) {
+        int64_t cnt[2];
+        for (int d = 0; d < 2; ++d) {
+          int64_t o = d == 0 ? oh : ow;
+          int64_t lo = 0, hi = spatial[d];
+          if (includePad && !(is1d && d == 0)) {
+            lo = -g.padLo[d];
+            hi = spatial[d] + explicitHi[spatial.size() - off + d - off];
+            hi = spatial[d] + (g.padHi[d] > 0 ? std::min<int64_t>(g.padHi[d], explicitHi[(spatial.size() - off) + (d - off)]) : 0);
+          }
+          int64_t c = 0;
+          for (int64_t k = 0; k < g.kernel[d]; ++k) {
+            int64_t pos = o * g.strides[d] - g.padLo[d] + k * g.dilations[d];
+            c += pos >= lo && pos < hi;
+          }
+          cnt[d] = c;
+        }
+        counts.setF(oh * g.out[1] + ow, std::max<int64_t>(1, cnt[0] * cnt[1]));
+      }
+    GraphValue cv;
+    cv.dtype = counts.dtype();
+    cv.shape = counts.shape();
+    cv.literal = counts;
+    (void)cv;
+    // Inline the divisor table as a constant tensor.
+    auto tt = RankedTensorType::get(counts.shape(), et);
+    SmallVector<APFloat> vals;
+    for (int64_t i = 0; i < counts.size(); ++i) {
+      APFloat f(counts.getF(i));
+      bool lost;
+      f.convert(cast<FloatType>(et).getFloatSemantics(),
+                APFloat::rmNearestTiesToEven, &lost);
+      vals.push_back(f);
+    }
+    Value div = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(tt, vals));
+    r = emitElementwise(b, loc, ValueRange{r, div}, et, out,
+                        [](OpBuilder &nb, Location l, ValueRange v) {
+                          return (Value)arith::DivFOp::create(nb, l, v[0], v[1]);
+                        });
+  }
+  if (is1d)
+    r = emitReshape(b, loc, r, {out[0], out[1], out[3]});
+  n.setOutput(0, r, n.dtype(0));
+  return success();
+}
+
+enum class ReduceKind { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
+
+LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
+  const Shape &in = n.shape(0);
+  int64_t rank = in.size();
+  // Axes moved from attribute to input in opset 13 (ReduceSum) / 18 (rest).
+  auto axesOr = n.intsFromInputOrAttr(1, "axes");
+  if (failed(axesOr))
+    return failure();
+  std::vector<int64_t> axes;
+  if (*axesOr && !(*axesOr)->empty()) {
+    for (int64_t a : **axesOr) {
+      a = normalizeAxis(a, rank);
+      if (a < 0 || a >= rank)
+        return n.fail("axis out of range");
+      if (std::find(axes.begin(), axes.end(), a) == axes.end())
+        axes.push_back(a);
+    }
+  } else if (n.attrInt("noop_with_empty_axes", 0)) {
+    if (n.isLiteral(0))
+      n.setOutput(0, n.literal(0));
+    else
+      n.setOutput(0, n.value(0), n.dtype(0));
+    return success();
+  } else {
+    for (int64_t i = 0; i < rank; ++i)
+      axes.push_back(i);
+  }
+  std::sort(axes.begin(), axes.end());
+  bool keep = n.attrInt("keepdims", 1) != 0;
+  int64_t count = 1;
+  for (int64_t a : axes)
+    count *= in[a];
+  int32_t dt = n.dtype(0);
+  bool fl = isFloatDType(dt);
+  if (n.isLiteral(0)) {
+    Shape out = in;
+    for (int64_t a : axes)
+      out[a] = 1;
+    const Literal &l = n.literal(0);
+    std::vector<double> acc(numElements(out));
+    double init = (kind == ReduceKind::Max) ? -INFINITY
+                  : (kind == ReduceKind::Min) ? INFINITY
+                  : (kind == ReduceKind::Prod) ? 1.0 : 0.0;
+    std::fill(acc.begin(), acc.end(), init);
+    std::vector<int64_t> ost = stridesOf(out), idx(rank, 0);
+    for (int64_t e = 0; e < l.size(); ++e) {
+      int64_t o = 0;
+      for (int64_t d = 0; d < rank; ++d)
+        o += (out[d] == 1 ? 0 : idx[d]) * ost[d];
+      double x = l.getAsDouble(e);
+      double &a = acc[o];
+      switch (kind) {
+      case ReduceKind::Max: a = std::max(a, x); break;
+      case ReduceKind::Min: a = std::min(a, x); break;
+      case ReduceKind::Prod: a *= x; break;
+      case ReduceKind::L1: a += std::fabs(x); break;
+      case ReduceKind::L2: case ReduceKind::SumSquare: a += x * x; break;
+      case ReduceKind::LogSumExp: a += std::exp(x); break;
+      default: a += x;
+      }
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        if (++idx[d] < in[d])
+          break;
+        idx[d] = 0;
+      }
+    }
+    Shape finalShape;
+    for (int64_t d = 0; d < rank; ++d)
+      if (keep || std::find(axes.begin(), axes.end(), d) == axes.end())
+        finalShape.push_back(out[d]);
+    Literal r(dt, finalShape);
+    for (size_t i = 0; i < acc.size(); ++i) {
+      double v = acc[i];
+      if (kind == ReduceKind::Mean) v /= count;
+      if (kind == ReduceKind::L2) v = std::sqrt(v);
+      if (kind == ReduceKind::LogSum || kind == ReduceKind::LogSumExp) v = std::log(v);
+      r.setFromDouble(i, v);
+    }
+    n.setOutput(0, std::move(r));
+    return success();
+  }
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Type et = n.elementType(dt);
+  TypedAttr init;
+  ScalarBody combine, map;
+  auto addB = [fl](OpBuilder &nb, Location l, ValueRange v) -> Value {
+    if (fl)
+      return arith::AddFOp::create(nb, l, v[0], v[1]);
+    return arith::AddIOp::create(nb, l, v[0], v[1]);
+  };
+  switch (kind) {
+  case ReduceKind::Max:
+    init = fl ? (TypedAttr)b.getFloatAttr(et, -INFINITY)
+              : (TypedAttr)b.getIntegerAttr(et, APInt::getSignedMinValue(et.getIntOrFloatBitWidth()));
+    combine = [fl](OpBuilder &nb, Location l, ValueRange v) -> Value {
+      if (fl)
+        return arith::MaximumFOp::create(nb, l, v[0], v[1]);
+      return arith::MaxSIOp::create(nb, l, v[0], v[1]);
+    };
+    break;
+  case ReduceKind::Min:
+    init = fl ? (TypedAttr)b.getFloatAttr(et, INFINITY)
+              : (TypedAttr)b.getIntegerAttr(et, APInt::getSignedMaxValue(et.getIntOrFloatBitWidth()));
+    combine = [fl](OpBuilder &nb, Location l, ValueRange v) -> Value {
+      if (fl)
+        return arith::MinimumFOp::create(nb, l, v[0], v[1]);
+      return arith::MinSIOp::create(nb, l, v[0], v[1]);
+    };
+    break;
+  case ReduceKind::Prod:
+    init = fl ? (TypedAttr)b.getFloatAttr(et, 1.0) : (TypedAttr)b.getIntegerAttr(et, 1);
+    combine = [fl](OpBuilder &nb, Location l, ValueRange v) -> Value {
+      if (fl)
+        return arith::MulFOp::create(nb, l, v[0], v[1]);
+      return arith::MulIOp::create(nb, l, v[0], v[1]);
+    };
+    break;
+  default:
+    init = fl ? (TypedAttr)b.getFloatAttr(et, 0.0) : (TypedAttr)b.getIntegerAttr(et, 0);
+    combine = addB;
+  }
+  if (kind == ReduceKind::L1)
+    map = [fl](OpBuilder &nb, Location l, ValueRange v) -> Value {
+      if (fl)
+        return math::AbsFOp::create(nb, l, v[0]);
+      return math::AbsIOp::create(nb, l, v[0]);
+    };
+  if (kind == ReduceKind::L2 || kind == ReduceKind::SumSquare)
+    map = [fl](OpBuilder &nb, Location l, ValueRange v) -> Value {
+      if (fl)
+        return arith::MulFOp::create(nb, l, v[0], v[0]);
+      return arith::MulIOp::create(nb, l, v[0], v[0]);
+    };
+  if (kind == ReduceKind::LogSumExp) {
+    // log(sum(exp(x - max))) + max keeps large inputs finite.
+    Value mx = emitReduction(b, loc, n.value(0), axes, true,
+                             b.getFloatAttr(et, -INFINITY),
+                             [](OpBuilder &nb, Location l, ValueRange v) {
+                               return (Value)arith::MaximumFOp::create(nb, l, v[0], v[1]);
+                             });
+    Value shifted = emitElementwise(b, loc, ValueRange{n.value(0), mx}, et, in,
+                                    [](OpBuilder &nb, Location l, ValueRange v) {
+                                      return (Value)math::ExpOp::create(
+                                          nb, l, arith::SubFOp::create(nb, l, v[0], v[1]));
+                                    });
+    Value s = emitReduction(b, loc, shifted, axes, true, init, addB);
+    Shape kept = shapeOf(s);
+    Value r = emitElementwise(b, loc, ValueRange{s, mx}, et, kept,
+                              [](OpBuilder &nb, Location l, ValueRange v) {
+                                return (Value)arith::AddFOp::create(
+                                    nb, l, math::LogOp::create(nb, l, v[0]), v[1]);
+                              });
+    if (!keep) {
+      Shape sq;
+      for (int64_t d = 0; d < rank; ++d)
+        if (std::find(axes.begin(), axes.end(), d) == axes.end())
+          sq.push_back(in[d]);
+      r = emitReshape(b, loc, r, sq);
+    }
+    n.setOutput(0, r, dt);
+    return success();
+  }
+  Value r = emitReduction(b, loc, n.value(0), axes, keep, init, combine, map);
+  if (kind == ReduceKind::Mean || kind == ReduceKind::L2 || kind == ReduceKind::LogSum) {
+    r = emitElementwise(b, loc, ValueRange{r}, et, shapeOf(r),
+                        [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
+                          if (kind == ReduceKind::Mean) {
+                            if (fl)
+                              return arith::DivFOp::create(
+                                  nb, l, v[0], scalarConstant(nb, l, et, count));
+                            return arith::DivSIOp::create(
+                                nb, l, v[0], scalarConstant(nb, l, et, count));
+                          }
+                          if (kind == ReduceKind::L2)
+                            return math::SqrtOp::create(nb, l, v[0]);
+                          return math::LogOp::create(nb, l, v[0]);
+                        });
+  }
+  n.setOutput(0, r, dt);
+  return success();
+}
+
+LogicalResult lowerGlobalPool(NodeLowering &n, bool isMax) {
+  const Shape &in = n.shape(0);
+  std::vector<int64_t> axes;
+  for (size_t d = 2; d < in.size(); ++d)
+    axes.push_back(d);
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Type et = n.elementType(n.dtype(0));
+  int64_t count = 1;
+  for (int64_t a : axes)
+    count *= in[a];
+  Value r;
+  if (isMax) {
+    r = emitReduction(b, loc, n.value(0), axes, true, b.getFloatAttr(et, -INFINITY),
+                      [](OpBuilder &nb, Location l, ValueRange v) {
+                        return (Value)arith::MaximumFOp::create(nb, l, v[0], v[1]);
+                      });
+  } else {
+    r = emitReduction(b, loc, n.value(0), axes, true, b.getFloatAttr(et, 0.0),
+                      [](OpBuilder &nb, Location l, ValueRange v) {
+                        return (Value)arith::AddFOp::create(nb, l, v[0], v[1]);
+                      });
+    r = emitElementwise(b, loc, ValueRange{r}, et, shapeOf(r),
+                        [&](OpBuilder &nb, Location l, ValueRange v) {
+                          return (Value)arith::DivFOp::create(
+                              nb, l, v[0], scalarConstant(nb, l, et, count));
+                        });
+  }
+  n.setOutput(0, r, n.dtype(0));
+  return success();
+}
+
+} // namespace
+
+void registerLinalgLowerings() {
+  auto &t = opLowerings();
+  t["MatMul"] = lowerMatMul;
+  t["Gemm"] = lowerGemm;
+  t["Conv"] = lowerConv;
+  t["MaxPool"] = [](NodeLowering &n) { return lowerPool(n, true); };
+  t["AveragePool"] = [](NodeLowering &n) { return lowerPool(n, false); };
+  t["GlobalAveragePool"] = [](NodeLowering &n) { return lowerGlobalPool(n, false); };
+  t["GlobalMaxPool"] = [](NodeLowering &n) { return lowerGlobalPool(n, true); };
+  t["ReduceSum"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::Sum); };
+  t["ReduceMean"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::Mean); };
+  t["ReduceMax"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::Max); };
+  t["ReduceMin"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::Min); };
+  t["ReduceProd"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::Prod); };
+  t["ReduceL1"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::L1); };
+  t["ReduceL2"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::L2); };
+  t["ReduceLogSum"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::LogSum); };
+  t["ReduceLogSumExp"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::LogSumExp); };
+  t["ReduceSumSquare"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::SumSquare); };
+}
+
+} // namespace mcc

@@ -1,0 +1,238 @@
+//===- LoweringUtils.cpp - IR builders shared by ONNX op lowerings --------===//
+
+#include "mcc/Import/NodeLowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AffineMap.h"
+
+using namespace mlir;
+
+namespace mcc {
+
+int32_t dtypeOf(Type t) {
+  if (t.isF32())
+    return kFloat;
+  if (t.isF64())
+    return kDouble;
+  if (t.isF16())
+    return kFloat16;
+  if (t.isInteger(64))
+    return kInt64;
+  if (t.isInteger(32))
+    return kInt32;
+  if (t.isInteger(8))
+    return kInt8;
+  if (t.isInteger(1))
+    return kBool;
+  return 0;
+}
+
+Shape shapeOf(Value tensor) {
+  auto t = cast<RankedTensorType>(tensor.getType());
+  return Shape(t.getShape().begin(), t.getShape().end());
+}
+
+int64_t normalizeAxis(int64_t axis, int64_t rank) {
+  return axis < 0 ? axis + rank : axis;
+}
+
+/// Indexing map that reads an input of `shape` broadcast into `rank` dims.
+static AffineMap broadcastMap(MLIRContext *ctx, const Shape &shape,
+                              const Shape &resultShape) {
+  size_t rank = resultShape.size(), off = rank - shape.size();
+  SmallVector<AffineExpr> exprs;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1 && resultShape[off + i] != 1)
+      exprs.push_back(getAffineConstantExpr(0, ctx));
+    else
+      exprs.push_back(getAffineDimExpr(off + i, ctx));
+  }
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
+Value emitElementwise(OpBuilder &b, Location loc, ValueRange inputs,
+                      Type resultElement, const Shape &resultShape,
+                      const ScalarBody &body) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps;
+  for (Value in : inputs)
+    maps.push_back(broadcastMap(ctx, shapeOf(in), resultShape));
+  maps.push_back(AffineMap::getMultiDimIdentityMap(resultShape.size(), ctx));
+  SmallVector<utils::IteratorType> iters(resultShape.size(),
+                                         utils::IteratorType::parallel);
+  Value empty = tensor::EmptyOp::create(b, loc, resultShape, resultElement);
+  auto op = linalg::GenericOp::create(
+      b, loc, empty.getType(), inputs, ValueRange{empty}, maps, iters,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value r = body(nb, nloc, args.drop_back());
+        linalg::YieldOp::create(nb, nloc, r);
+      });
+  return op.getResult(0);
+}
+
+Value emitFilled(OpBuilder &b, Location loc, const Shape &shape,
+                 TypedAttr value) {
+  Value empty = tensor::EmptyOp::create(b, loc, shape, value.getType());
+  Value scalar = arith::ConstantOp::create(b, loc, value);
+  return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
+}
+
+Value emitReduction(OpBuilder &b, Location loc, Value input,
+                    const std::vector<int64_t> &axes, bool keepDims,
+                    TypedAttr init, const ScalarBody &combine,
+                    const ScalarBody &mapInput) {
+  MLIRContext *ctx = b.getContext();
+  Shape inShape = shapeOf(input);
+  size_t rank = inShape.size();
+  std::vector<bool> reduced(rank, false);
+  for (int64_t a : axes)
+    reduced[a] = true;
+  Shape outShape;
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iters;
+  for (size_t i = 0; i < rank; ++i) {
+    iters.push_back(reduced[i] ? utils::IteratorType::reduction
+                               : utils::IteratorType::parallel);
+    if (!reduced[i]) {
+      outShape.push_back(inShape[i]);
+      outExprs.push_back(getAffineDimExpr(i, ctx));
+    }
+  }
+  Value acc = emitFilled(b, loc, outShape, init);
+  SmallVector<AffineMap> maps = {
+      AffineMap::getMultiDimIdentityMap(rank, ctx),
+      AffineMap::get(rank, 0, outExprs, ctx)};
+  auto op = linalg::GenericOp::create(
+      b, loc, acc.getType(), ValueRange{input}, ValueRange{acc}, maps, iters,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value x = args[0];
+        if (mapInput)
+          x = mapInput(nb, nloc, ValueRange{x});
+        linalg::YieldOp::create(nb, nloc,
+                                combine(nb, nloc, ValueRange{args[1], x}));
+      });
+  Value r = op.getResult(0);
+  if (keepDims) {
+    Shape kept = inShape;
+    for (int64_t a : axes)
+      kept[a] = 1;
+    r = emitReshape(b, loc, r, kept);
+  }
+  return r;
+}
+
+Value emitReshape(OpBuilder &b, Location loc, Value input,
+                  const Shape &shape) {
+  auto type = cast<RankedTensorType>(input.getType());
+  if (Shape(type.getShape().begin(), type.getShape().end()) == shape)
+    return input;
+  auto resultType = RankedTensorType::get(shape, type.getElementType());
+  // Collapse to 1-D, then expand: both are views, so the reshape costs
+  // nothing after bufferization, unlike tensor.reshape which may copy.
+  Value flat = input;
+  int64_t n = numElements(shape);
+  if (type.getRank() != 1) {
+    SmallVector<ReassociationIndices> all;
+    if (type.getRank() > 0) {
+      ReassociationIndices group;
+      for (int64_t i = 0; i < type.getRank(); ++i)
+        group.push_back(i);
+      all.push_back(group);
+    }
+    auto flatType = RankedTensorType::get({n}, type.getElementType());
+    if (type.getRank() == 0)
+      flat = tensor::ExpandShapeOp::create(b, loc, flatType, input, all);
+    else
+      flat = tensor::CollapseShapeOp::create(b, loc, flatType, input, all);
+  }
+  if (shape.size() == 1)
+    return flat;
+  SmallVector<ReassociationIndices> all;
+  if (!shape.empty()) {
+    ReassociationIndices group;
+    for (size_t i = 0; i < shape.size(); ++i)
+      group.push_back(i);
+    all.push_back(group);
+    return tensor::ExpandShapeOp::create(b, loc, resultType, flat, all);
+  }
+  return tensor::CollapseShapeOp::create(b, loc, resultType, flat, all);
+}
+
+Value emitTranspose(OpBuilder &b, Location loc, Value input,
+                    const std::vector<int64_t> &perm) {
+  Shape in = shapeOf(input), out;
+  bool identity = true;
+  for (size_t i = 0; i < perm.size(); ++i) {
+    out.push_back(in[perm[i]]);
+    identity &= perm[i] == static_cast<int64_t>(i);
+  }
+  if (identity)
+    return input;
+  auto et = cast<RankedTensorType>(input.getType()).getElementType();
+  Value empty = tensor::EmptyOp::create(b, loc, out, et);
+  return linalg::TransposeOp::create(b, loc, input, empty, perm)->getResult(0);
+}
+
+Value emitBroadcastTo(OpBuilder &b, Location loc, Value input,
+                      const Shape &shape) {
+  if (shapeOf(input) == shape)
+    return input;
+  Type et = cast<RankedTensorType>(input.getType()).getElementType();
+  return emitElementwise(
+      b, loc, input, et, shape,
+      [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+}
+
+Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
+  if (isa<FloatType>(type))
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+  return arith::ConstantOp::create(
+      b, loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
+}
+
+Value emitScalarCast(OpBuilder &b, Location loc, Value v, int32_t from,
+                     int32_t to, Type toType) {
+  Type fromType = v.getType();
+  if (fromType == toType && from == to)
+    return v;
+  bool fromFloat = isa<FloatType>(fromType), toFloat = isa<FloatType>(toType);
+  if (to == kBool) {
+    if (fromFloat) {
+      Value zero = scalarConstant(b, loc, fromType, 0.0);
+      return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, v, zero);
+    }
+    Value zero = scalarConstant(b, loc, fromType, 0);
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v, zero);
+  }
+  if (fromFloat && toFloat) {
+    unsigned fw = fromType.getIntOrFloatBitWidth(),
+             tw = toType.getIntOrFloatBitWidth();
+    if (fw < tw)
+      return arith::ExtFOp::create(b, loc, toType, v);
+    return arith::TruncFOp::create(b, loc, toType, v);
+  }
+  bool fromUnsigned = from == kUInt8 || from == kBool;
+  if (!fromFloat && toFloat) {
+    if (fromUnsigned)
+      return arith::UIToFPOp::create(b, loc, toType, v);
+    return arith::SIToFPOp::create(b, loc, toType, v);
+  }
+  if (fromFloat && !toFloat) {
+    if (to == kUInt8)
+      return arith::FPToUIOp::create(b, loc, toType, v);
+    return arith::FPToSIOp::create(b, loc, toType, v);
+  }
+  unsigned fw = fromType.getIntOrFloatBitWidth(),
+           tw = toType.getIntOrFloatBitWidth();
+  if (fw == tw)
+    return v;
+  if (fw > tw)
+    return arith::TruncIOp::create(b, loc, toType, v);
+  if (fromUnsigned)
+    return arith::ExtUIOp::create(b, loc, toType, v);
+  return arith::ExtSIOp::create(b, loc, toType, v);
+}
+
+} // namespace mcc

@@ -1,0 +1,312 @@
+//===- NormalizationOps.cpp - softmax and normalization layers ------------===//
+//
+// Lowered to reductions plus elementwise generics; the elementwise-fusion
+// pass later merges the generics that share an iteration space.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mcc/Import/NodeLowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <cmath>
+
+using namespace mlir;
+
+namespace mcc {
+namespace {
+
+Value addF(OpBuilder &b, Location l, ValueRange v) {
+  return arith::AddFOp::create(b, l, v[0], v[1]);
+}
+Value maxF(OpBuilder &b, Location l, ValueRange v) {
+  return arith::MaximumFOp::create(b, l, v[0], v[1]);
+}
+
+LogicalResult lowerSoftmax(NodeLowering &n, bool logSoftmax) {
+  if (!isFloatDType(n.dtype(0)))
+    return n.fail("input must be floating point");
+  const Shape &in = n.shape(0);
+  int64_t rank = in.size();
+  int64_t axis = normalizeAxis(n.attrInt("axis", -1), rank);
+  if (axis < 0 || axis >= rank)
+    return n.fail("axis out of range");
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Type et = n.elementType(n.dtype(0));
+  Value x = n.value(0);
+  Value mx = emitReduction(b, loc, x, {axis}, true, b.getFloatAttr(et, -INFINITY), maxF);
+  Value e = emitElementwise(b, loc, ValueRange{x, mx}, et, in,
+                            [](OpBuilder &nb, Location l, ValueRange v) {
+                              return (Value)math::ExpOp::create(
+                                  nb, l, arith::SubFOp::create(nb, l, v[0], v[1]));
+                            });
+  Value s = emitReduction(b, loc, e, {axis}, true, b.getFloatAttr(et, 0.0), addF);
+  Value r;
+  if (logSoftmax)
+    r = emitElementwise(b, loc, ValueRange{x, mx, s}, et, in,
+                        [](OpBuilder &nb, Location l, ValueRange v) {
+                          Value d = arith::SubFOp::create(nb, l, v[0], v[1]);
+                          return (Value)arith::SubFOp::create(
+                              nb, l, d, math::LogOp::create(nb, l, v[2]));
+                        });
+  else
+    r = emitElementwise(b, loc, ValueRange{e, s}, et, in,
+                        [](OpBuilder &nb, Location l, ValueRange v) {
+                          return (Value)arith::DivFOp::create(nb, l, v[0], v[1]);
+                        });
+  n.setOutput(0, r, n.dtype(0));
+  return success();
+}
+
+/// Mean and 1/sqrt(var + eps) over `axes`, kept as size-1 dims.
+std::pair<Value, Value> meanAndInvStd(OpBuilder &b, Location loc, Value x,
+                                      const std::vector<int64_t> &axes,
+                                      double eps, Type et) {
+  Shape in = shapeOf(x);
+  int64_t count = 1;
+  for (int64_t a : axes)
+    count *= in[a];
+  Value sum = emitReduction(b, loc, x, axes, true, b.getFloatAttr(et, 0.0), addF);
+  Shape kept = shapeOf(sum);
+  Value mean = emitElementwise(b, loc, ValueRange{sum}, et, kept,
+                               [&](OpBuilder &nb, Location l, ValueRange v) {
+                                 return (Value)arith::DivFOp::create(
+                                     nb, l, v[0], scalarConstant(nb, l, et, count));
+                               });
+  Value centered2 = emitElementwise(b, loc, ValueRange{x, mean}, et, in,
+                                    [](OpBuilder &nb, Location l, ValueRange v) {
+                                      Value d = arith::SubFOp::create(nb, l, v[0], v[1]);
+                                      return (Value)arith::MulFOp::create(nb, l, d, d);
+                                    });
+  Value vsum = emitReduction(b, loc, centered2, axes, true, b.getFloatAttr(et, 0.0), addF);
+  Value inv = emitElementwise(b, loc, ValueRange{vsum}, et, kept,
+                              [&](OpBuilder &nb, Location l, ValueRange v) {
+                                Value var = arith::DivFOp::create(
+                                    nb, l, v[0], scalarConstant(nb, l, et, count));
+                                Value ve = arith::AddFOp::create(
+                                    nb, l, var, scalarConstant(nb, l, et, eps));
+                                return (Value)math::RsqrtOp::create(nb, l, ve);
+                              });
+  return {mean, inv};
+}
+
+LogicalResult lowerLayerNorm(NodeLowering &n) {
+  if (!isFloatDType(n.dtype(0)))
+    return n.fail("input must be floating point");
+  const Shape &in = n.shape(0);
+  int64_t rank = in.size();
+  int64_t axis = normalizeAxis(n.attrInt("axis", -1), rank);
+  if (axis < 0 || axis >= rank)
+    return n.fail("axis out of range");
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d)
+    axes.push_back(d);
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Type et = n.elementType(n.dtype(0));
+  auto [mean, inv] = meanAndInvStd(b, loc, n.value(0), axes,
+                                   n.attrFloat("epsilon", 1e-5f), et);
+  SmallVector<Value> ins = {n.value(0), mean, inv, n.value(1)};
+  bool hasBias = n.hasInput(2);
+  if (hasBias)
+    ins.push_back(n.value(2));
+  Value y = emitElementwise(b, loc, ins, et, in,
+                            [hasBias](OpBuilder &nb, Location l, ValueRange v) {
+                              Value d = arith::SubFOp::create(nb, l, v[0], v[1]);
+                              Value r = arith::MulFOp::create(
+                                  nb, l, arith::MulFOp::create(nb, l, d, v[2]), v[3]);
+                              if (hasBias)
+                                r = arith::AddFOp::create(nb, l, r, v[4]);
+                              return r;
+                            });
+  n.setOutput(0, y, n.dtype(0));
+  n.setOutput(1, mean, n.dtype(0));
+  n.setOutput(2, inv, n.dtype(0));
+  return success();
+}
+
+LogicalResult lowerRMSNorm(NodeLowering &n) {
+  const Shape &in = n.shape(0);
+  int64_t rank = in.size();
+  int64_t axis = normalizeAxis(n.attrInt("axis", -1), rank);
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d)
+    axes.push_back(d);
+  int64_t count = 1;
+  for (int64_t a : axes)
+    count *= in[a];
+  double eps = n.attrFloat("epsilon", 1e-5f);
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Type et = n.elementType(n.dtype(0));
+  Value ss = emitReduction(b, loc, n.value(0), axes, true, b.getFloatAttr(et, 0.0), addF,
+                           [](OpBuilder &nb, Location l, ValueRange v) {
+                             return (Value)arith::MulFOp::create(nb, l, v[0], v[0]);
+                           });
+  Value y = emitElementwise(
+      b, loc, ValueRange{n.value(0), ss, n.value(1)}, et, in,
+      [&](OpBuilder &nb, Location l, ValueRange v) {
+        Value ms = arith::DivFOp::create(nb, l, v[1], scalarConstant(nb, l, et, count));
+        Value inv = math::RsqrtOp::create(
+            nb, l, arith::AddFOp::create(nb, l, ms, scalarConstant(nb, l, et, eps)));
+        return (Value)arith::MulFOp::create(nb, l, arith::MulFOp::create(nb, l, v[0], inv), v[2]);
+      });
+  n.setOutput(0, y, n.dtype(0));
+  return success();
+}
+
+LogicalResult lowerBatchNorm(NodeLowering &n) {
+  if (n.attrInt("training_mode", 0))
+    return n.fail("training_mode=1 is not supported");
+  const Shape &in = n.shape(0);
+  if (in.size() < 2)
+    return n.fail("input must have rank >= 2");
+  int64_t C = in[1];
+  double eps = n.attrFloat("epsilon", 1e-5f);
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Type et = n.elementType(n.dtype(0));
+  Shape chan = {C};
+  for (size_t d = 2; d < in.size(); ++d)
+    chan.push_back(1);
+  bool literal = n.isLiteral(1) && n.isLiteral(2) && n.isLiteral(3) && n.isLiteral(4);
+  if (literal) {
+    // Fold to y = x * a + c with per-channel a, c computed now.
+    Literal a(n.dtype(0), chan), c(n.dtype(0), chan);
+    for (int64_t i = 0; i < C; ++i) {
+      double s = n.literal(1).getAsDouble(i), bias = n.literal(2).getAsDouble(i),
+             m = n.literal(3).getAsDouble(i), v = n.literal(4).getAsDouble(i);
+      double k = s / std::sqrt(v + eps);
+      a.setF(i, k);
+      c.setF(i, bias - m * k);
+    }
+    GraphValue ga, gc;
+    (void)ga;
+    (void)gc;
+    auto tt = RankedTensorType::get(chan, et);
+    auto dense = [&](const Literal &l) {
+      SmallVector<APFloat> vals;
+      for (int64_t i = 0; i < l.size(); ++i) {
+        APFloat f(l.getF(i));
+        bool lost;
+        f.convert(cast<FloatType>(et).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+        vals.push_back(f);
+      }
+      return (Value)arith::ConstantOp::create(b, loc, DenseElementsAttr::get(tt, vals));
+    };
+    Value av = dense(a), cv = dense(c);
+    Value y = emitElementwise(b, loc, ValueRange{n.value(0), av, cv}, et, in,
+                              [](OpBuilder &nb, Location l, ValueRange v) {
+                                return (Value)arith::AddFOp::create(
+                                    nb, l, arith::MulFOp::create(nb, l, v[0], v[1]), v[2]);
+                              });
+    n.setOutput(0, y, n.dtype(0));
+    return success();
+  }
+  SmallVector<Value> ins = {n.value(0)};
+  for (size_t i = 1; i <= 4; ++i)
+    ins.push_back(emitReshape(b, loc, n.value(i), chan));
+  Value y = emitElementwise(b, loc, ins, et, in,
+                            [&](OpBuilder &nb, Location l, ValueRange v) {
+                              Value inv = math::RsqrtOp::create(
+                                  nb, l, arith::AddFOp::create(nb, l, v[4], scalarConstant(nb, l, et, eps)));
+                              Value d = arith::SubFOp::create(nb, l, v[0], v[3]);
+                              return (Value)arith::AddFOp::create(
+                                  nb, l, arith::MulFOp::create(nb, l, arith::MulFOp::create(nb, l, d, inv), v[1]), v[2]);
+                            });
+  n.setOutput(0, y, n.dtype(0));
+  return success();
+}
+
+LogicalResult lowerInstanceNorm(NodeLowering &n) {
+  const Shape &in = n.shape(0);
+  if (in.size() < 3)
+    return n.fail("input must have rank >= 3");
+  std::vector<int64_t> axes;
+  for (size_t d = 2; d < in.size(); ++d)
+    axes.push_back(d);
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Type et = n.elementType(n.dtype(0));
+  auto [mean, inv] = meanAndInvStd(b, loc, n.value(0), axes, n.attrFloat("epsilon", 1e-5f), et);
+  Shape chan = {in[1]};
+  for (size_t d = 2; d < in.size(); ++d)
+    chan.push_back(1);
+  Value s = emitReshape(b, loc, n.value(1), chan), bias = emitReshape(b, loc, n.value(2), chan);
+  Value y = emitElementwise(b, loc, ValueRange{n.value(0), mean, inv, s, bias}, et, in,
+                            [](OpBuilder &nb, Location l, ValueRange v) {
+                              Value d = arith::SubFOp::create(nb, l, v[0], v[1]);
+                              Value r = arith::MulFOp::create(nb, l, arith::MulFOp::create(nb, l, d, v[2]), v[3]);
+                              return (Value)arith::AddFOp::create(nb, l, r, v[4]);
+                            });
+  n.setOutput(0, y, n.dtype(0));
+  return success();
+}
+
+/// GatherND with batch_dims: the dynamo exporter writes it for indexing.
+LogicalResult lowerGatherND(NodeLowering &n) {
+  const Shape &data = n.shape(0), &idx = n.shape(1);
+  int64_t b = n.attrInt("batch_dims", 0);
+  int64_t q = idx.size(), r = data.size();
+  if (q < 1)
+    return n.fail("indices must have rank >= 1");
+  int64_t k = idx.back();
+  if (b + k > r)
+    return n.fail("index tuple longer than data rank");
+  Shape out(idx.begin(), idx.end() - 1);
+  out.insert(out.end(), data.begin() + b + k, data.end());
+  OpBuilder &bb = n.builder();
+  Location loc = n.loc();
+  Value dataV = n.value(0), idxV = n.value(1);
+  int64_t outRank = out.size();
+  Value empty = tensor::EmptyOp::create(bb, loc, out, n.elementType(n.dtype(0)));
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(outRank, bb.getContext())};
+  SmallVector<utils::IteratorType> iters(outRank, utils::IteratorType::parallel);
+  auto op = linalg::GenericOp::create(
+      bb, loc, empty.getType(), ValueRange{}, ValueRange{empty}, maps, iters,
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        SmallVector<Value> idxAt;
+        for (int64_t d = 0; d < q - 1; ++d)
+          idxAt.push_back(linalg::IndexOp::create(nb, l, d));
+        SmallVector<Value> at;
+        for (int64_t d = 0; d < b; ++d)
+          at.push_back(linalg::IndexOp::create(nb, l, d));
+        for (int64_t j = 0; j < k; ++j) {
+          SmallVector<Value> full = idxAt;
+          full.push_back(arith::ConstantIndexOp::create(nb, l, j));
+          Value iv = tensor::ExtractOp::create(nb, l, idxV, full);
+          iv = arith::IndexCastOp::create(nb, l, nb.getIndexType(), iv);
+          Value zero = arith::ConstantIndexOp::create(nb, l, 0);
+          Value dim = arith::ConstantIndexOp::create(nb, l, data[b + j]);
+          Value neg = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, iv, zero);
+          iv = arith::SelectOp::create(nb, l, neg, arith::AddIOp::create(nb, l, iv, dim), iv);
+          iv = arith::MinSIOp::create(nb, l, arith::MaxSIOp::create(nb, l, iv, zero),
+                                      arith::ConstantIndexOp::create(nb, l, data[b + j] - 1));
+          at.push_back(iv);
+        }
+        for (int64_t d = b + k; d < r; ++d)
+          at.push_back(linalg::IndexOp::create(nb, l, q - 1 + d - b - k));
+        linalg::YieldOp::create(nb, l, tensor::ExtractOp::create(nb, l, dataV, at).getResult());
+      });
+  n.setOutput(0, op.getResult(0), n.dtype(0));
+  return success();
+}
+
+} // namespace
+
+void registerNormalizationLowerings() {
+  auto &t = opLowerings();
+  t["Softmax"] = [](NodeLowering &n) { return lowerSoftmax(n, false); };
+  t["LogSoftmax"] = [](NodeLowering &n) { return lowerSoftmax(n, true); };
+  t["LayerNormalization"] = lowerLayerNorm;
+  t["RMSNormalization"] = lowerRMSNorm;
+  t["BatchNormalization"] = lowerBatchNorm;
+  t["InstanceNormalization"] = lowerInstanceNorm;
+  t["GatherND"] = lowerGatherND;
+}
+
+} // namespace mcc

@@ -1,0 +1,720 @@
+//===- OnnxImporter.cpp - ONNX protobuf to tensor-level MLIR --------------===//
+
+#include "mcc/Import/OnnxImporter.h"
+#include "mcc/Import/NodeLowering.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Verifier.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include "onnx/defs/parser.h"
+
+#include <google/protobuf/io/coded_stream.h>
+
+#include <cstring>
+#include <fstream>
+#include <set>
+
+using namespace mlir;
+
+namespace mcc {
+
+void registerImportDialects(DialectRegistry &registry) {
+  registry.insert<arith::ArithDialect, func::FuncDialect,
+                  linalg::LinalgDialect, math::MathDialect,
+                  tensor::TensorDialect>();
+}
+
+std::map<std::string, LowerFn> &opLowerings() {
+  static std::map<std::string, LowerFn> table;
+  return table;
+}
+
+static void ensureRegistered() {
+  static bool done = [] {
+    registerElementwiseLowerings();
+    registerShapeLowerings();
+    registerLinalgLowerings();
+    registerNormalizationLowerings();
+    return true;
+  }();
+  (void)done;
+}
+
+std::vector<std::string> supportedOnnxOps() {
+  ensureRegistered();
+  std::vector<std::string> ops;
+  for (auto &kv : opLowerings())
+    ops.push_back(kv.first);
+  return ops;
+}
+
+//===----------------------------------------------------------------------===//
+// GraphLowering
+//===----------------------------------------------------------------------===//
+
+class GraphLowering {
+public:
+  GraphLowering(MLIRContext &ctx, std::string displayName, std::string baseDir,
+                const ImportOptions &options)
+      : ctx(ctx), builder(&ctx), displayName(std::move(displayName)),
+        baseDir(std::move(baseDir)), options(options) {}
+
+  FailureOr<ImportedModel> run(const onnx::ModelProto &model);
+
+  Value materialize(GraphValue &v, Location loc);
+  GraphValue *lookup(const std::string &name) {
+    auto it = values.find(name);
+    return it == values.end() ? nullptr : &it->second;
+  }
+  void define(const std::string &name, GraphValue v) {
+    values[name] = std::move(v);
+  }
+  OpBuilder &getBuilder() { return builder; }
+  MLIRContext &context() { return ctx; }
+  Location fileLoc() {
+    return FileLineColLoc::get(&ctx, displayName, 0, 0);
+  }
+
+  Type elementType(int32_t dtype) {
+    switch (dtype) {
+    case kFloat:
+      return builder.getF32Type();
+    case kDouble:
+      return builder.getF64Type();
+    case kFloat16:
+      return builder.getF16Type();
+    case kInt64:
+      return builder.getI64Type();
+    case kInt32:
+      return builder.getI32Type();
+    case kInt8:
+    case kUInt8:
+      return builder.getI8Type();
+    case kBool:
+      return builder.getI1Type();
+    }
+    return {};
+  }
+
+  FailureOr<Literal> literalFromTensorProto(const onnx::TensorProto &t,
+                                            Location loc);
+
+private:
+  LogicalResult importInputs(const onnx::GraphProto &graph);
+  LogicalResult lowerNode(const onnx::NodeProto &node, int64_t opset);
+  FailureOr<std::vector<uint8_t>> readExternal(const onnx::TensorProto &t,
+                                               Location loc);
+
+  MLIRContext &ctx;
+  OpBuilder builder;
+  std::string displayName, baseDir;
+  const ImportOptions &options;
+  std::map<std::string, GraphValue> values;
+  func::FuncOp func;
+  ImportedModel result;
+  std::vector<Type> weightTypes;
+};
+
+FailureOr<std::vector<uint8_t>>
+GraphLowering::readExternal(const onnx::TensorProto &t, Location loc) {
+  std::string location;
+  uint64_t offset = 0;
+  int64_t length = -1;
+  for (const auto &kv : t.external_data()) {
+    if (kv.key() == "location")
+      location = kv.value();
+    else if (kv.key() == "offset")
+      offset = std::stoull(kv.value());
+    else if (kv.key() == "length")
+      length = std::stoll(kv.value());
+  }
+  auto err = [&](const Twine &why) {
+    emitError(loc) << "initializer '" << t.name() << "': external data "
+                   << why;
+    return failure();
+  };
+  if (location.empty())
+    return err("has no location");
+  if (baseDir.empty())
+    return err("cannot be resolved: the model was not read from a file");
+  if (llvm::sys::path::is_absolute(location))
+    return err("location '" + location +
+               "' is an absolute path; it must be relative to the model");
+  SmallString<256> real, realBase;
+  SmallString<256> joined(baseDir);
+  llvm::sys::path::append(joined, location);
+  if (llvm::sys::fs::real_path(baseDir, realBase))
+    return err("base folder '" + baseDir + "' cannot be resolved");
+  if (llvm::sys::fs::real_path(joined, real))
+    return err("file '" + std::string(joined) + "' does not exist");
+  std::string prefix = std::string(realBase) + "/";
+  if (std::string(real).rfind(prefix, 0) != 0)
+    return err("location '" + location +
+               "' points outside the model's folder (" + std::string(realBase) +
+               ")");
+  if (llvm::sys::fs::is_directory(real))
+    return err("location '" + location + "' is a directory");
+  uint64_t fileSize = 0;
+  if (llvm::sys::fs::file_size(real, fileSize))
+    return err("file '" + location + "' cannot be read");
+  uint64_t want = length >= 0 ? static_cast<uint64_t>(length)
+                              : (offset <= fileSize ? fileSize - offset : 0);
+  if (offset > fileSize || want > fileSize - offset)
+    return err("range [" + std::to_string(offset) + ", " +
+               std::to_string(offset + want) + ") exceeds file '" + location +
+               "' of " + std::to_string(fileSize) + " bytes");
+  std::vector<uint8_t> bytes(want);
+  std::ifstream in(std::string(real), std::ios::binary);
+  in.seekg(static_cast<std::streamoff>(offset));
+  if (!in.read(reinterpret_cast<char *>(bytes.data()),
+               static_cast<std::streamsize>(want)))
+    return err("file '" + location + "' could not be read");
+  return bytes;
+}
+
+FailureOr<Literal>
+GraphLowering::literalFromTensorProto(const onnx::TensorProto &t,
+                                      Location loc) {
+  int32_t dtype = t.data_type();
+  if (!isSupportedDType(dtype)) {
+    emitError(loc) << "tensor '" << t.name() << "' has unsupported data type "
+                   << dtype;
+    return failure();
+  }
+  Shape shape(t.dims().begin(), t.dims().end());
+  for (int64_t d : shape)
+    if (d < 0) {
+      emitError(loc) << "tensor '" << t.name() << "' has negative dim " << d;
+      return failure();
+    }
+  int64_t n = numElements(shape);
+  size_t esize = dtypeSize(dtype);
+  size_t want = static_cast<size_t>(n) * esize;
+  auto shortErr = [&](size_t have) {
+    emitError(loc) << "tensor '" << t.name() << "' holds " << have
+                   << " bytes of data, its shape " << formatShape(shape)
+                   << " of " << dtypeName(dtype) << " needs " << want;
+    return failure();
+  };
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    auto bytes = readExternal(t, loc);
+    if (failed(bytes))
+      return failure();
+    if (bytes->size() != want)
+      return shortErr(bytes->size());
+    return Literal(dtype, shape, std::move(*bytes));
+  }
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != want)
+      return shortErr(t.raw_data().size());
+    std::vector<uint8_t> bytes(t.raw_data().begin(), t.raw_data().end());
+    return Literal(dtype, shape, std::move(bytes));
+  }
+  Literal lit(dtype, shape);
+  auto check = [&](int have) -> LogicalResult {
+    if (have != n)
+      return shortErr(static_cast<size_t>(have) * esize);
+    return success();
+  };
+  switch (dtype) {
+  case kFloat:
+    if (failed(check(t.float_data_size())))
+      return failure();
+    for (int64_t i = 0; i < n; ++i)
+      lit.setF(i, t.float_data(i));
+    break;
+  case kDouble:
+    if (failed(check(t.double_data_size())))
+      return failure();
+    for (int64_t i = 0; i < n; ++i)
+      lit.setF(i, t.double_data(i));
+    break;
+  case kInt64:
+    if (failed(check(t.int64_data_size())))
+      return failure();
+    for (int64_t i = 0; i < n; ++i)
+      lit.setI(i, t.int64_data(i));
+    break;
+  case kFloat16:
+    if (failed(check(t.int32_data_size())))
+      return failure();
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h = static_cast<uint16_t>(t.int32_data(i));
+      std::memcpy(lit.mutableData() + 2 * i, &h, 2);
+    }
+    break;
+  default:
+    if (failed(check(t.int32_data_size())))
+      return failure();
+    for (int64_t i = 0; i < n; ++i)
+      lit.setI(i, t.int32_data(i));
+  }
+  return lit;
+}
+
+Value GraphLowering::materialize(GraphValue &v, Location loc) {
+  if (v.tensor)
+    return v.tensor;
+  assert(v.literal && "value has neither tensor nor literal");
+  const Literal &lit = *v.literal;
+  auto type = RankedTensorType::get(lit.shape(), elementType(lit.dtype()));
+  OpBuilder::InsertionGuard guard(builder);
+  Block &entry = func.getBody().front();
+  if (lit.size() <= options.inlineConstantLimit) {
+    builder.setInsertionPointToStart(&entry);
+    Type et = type.getElementType();
+    DenseElementsAttr attr;
+    if (isFloatDType(lit.dtype())) {
+      SmallVector<APFloat> vals;
+      for (int64_t i = 0; i < lit.size(); ++i) {
+        APFloat f(lit.getF(i));
+        bool lost;
+        f.convert(cast<FloatType>(et).getFloatSemantics(),
+                  APFloat::rmNearestTiesToEven, &lost);
+        vals.push_back(f);
+      }
+      attr = DenseElementsAttr::get(type, vals);
+    } else {
+      SmallVector<APInt> vals;
+      unsigned width = et.getIntOrFloatBitWidth();
+      for (int64_t i = 0; i < lit.size(); ++i)
+        vals.push_back(APInt(width, static_cast<uint64_t>(lit.getI(i)),
+                             /*isSigned=*/true, /*implicitTrunc=*/true));
+      attr = DenseElementsAttr::get(type, vals);
+    }
+    v.tensor = arith::ConstantOp::create(builder, loc, attr);
+    return v.tensor;
+  }
+  // Large literals stay data: a weight argument whose bytes go to the blob.
+  WeightRecord w;
+  w.name = "w" + std::to_string(result.weights.size());
+  w.dtype = lit.dtype();
+  w.shape = lit.shape();
+  w.offset = (result.weightBlob.size() + 63) / 64 * 64;
+  w.size = lit.byteSize();
+  result.weightBlob.resize(w.offset + w.size);
+  std::memcpy(result.weightBlob.data() + w.offset, lit.data(), w.size);
+  result.weights.push_back(w);
+  v.tensor = entry.addArgument(type, loc);
+  return v.tensor;
+}
+
+LogicalResult GraphLowering::importInputs(const onnx::GraphProto &graph) {
+  std::set<std::string> initializerNames;
+  for (const auto &init : graph.initializer())
+    initializerNames.insert(init.name());
+  std::set<std::string> known;
+  for (const auto &in : graph.input()) {
+    if (initializerNames.count(in.name()))
+      continue; // an initializer listed as input (IR < 4 style): a constant
+    Location loc = NameLoc::get(builder.getStringAttr(in.name()));
+    if (!in.type().has_tensor_type()) {
+      emitError(loc) << "graph input '" << in.name()
+                     << "' is not a tensor (sequence and map inputs are not "
+                        "supported)";
+      return failure();
+    }
+    const auto &tt = in.type().tensor_type();
+    if (!isSupportedDType(tt.elem_type())) {
+      emitError(loc) << "graph input '" << in.name()
+                     << "' has unsupported element type " << tt.elem_type();
+      return failure();
+    }
+    Shape shape;
+    auto pinned = options.inputShapes.find(in.name());
+    int rank = tt.shape().dim_size();
+    if (pinned != options.inputShapes.end()) {
+      known.insert(in.name());
+      if (static_cast<int>(pinned->second.size()) != rank) {
+        emitError(loc) << "--shape " << in.name() << " gives "
+                       << pinned->second.size() << " dims, the input has rank "
+                       << rank;
+        return failure();
+      }
+      for (int i = 0; i < rank; ++i) {
+        const auto &d = tt.shape().dim(i);
+        if (d.has_dim_value() && d.dim_value() != pinned->second[i]) {
+          emitError(loc) << "--shape " << in.name() << ": axis " << i
+                         << " is fixed to " << d.dim_value()
+                         << " in the model, not " << pinned->second[i];
+          return failure();
+        }
+      }
+      shape = pinned->second;
+    } else {
+      for (int i = 0; i < rank; ++i) {
+        const auto &d = tt.shape().dim(i);
+        if (!d.has_dim_value() || d.dim_value() < 0) {
+          std::string sym = d.has_dim_param() ? d.dim_param() : "?";
+          emitError(loc) << "graph input '" << in.name()
+                         << "' has symbolic dim '" << sym << "' at axis " << i
+                         << "; pin it with --shape " << in.name() << "=...";
+          return failure();
+        }
+        shape.push_back(d.dim_value());
+      }
+    }
+    GraphValue v;
+    v.dtype = tt.elem_type();
+    v.shape = shape;
+    result.inputs.push_back({in.name(), v.dtype, shape});
+    values[in.name()] = v;
+  }
+  for (auto &kv : options.inputShapes)
+    if (!known.count(kv.first)) {
+      std::string names;
+      for (auto &i : result.inputs)
+        names += (names.empty() ? "" : ", ") + i.name;
+      emitError(fileLoc()) << "--shape names '" << kv.first
+                           << "', which is not a graph input (inputs: "
+                           << names << ")";
+      return failure();
+    }
+  for (const auto &init : graph.initializer()) {
+    auto lit = literalFromTensorProto(
+        init, NameLoc::get(builder.getStringAttr(init.name())));
+    if (failed(lit))
+      return failure();
+    GraphValue v;
+    v.dtype = lit->dtype();
+    v.shape = lit->shape();
+    v.literal = std::move(*lit);
+    values[init.name()] = std::move(v);
+  }
+  return success();
+}
+
+LogicalResult GraphLowering::lowerNode(const onnx::NodeProto &node,
+                                       int64_t opset) {
+  std::string nodeName =
+      node.name().empty() ? (node.output_size() ? node.output(0) : "")
+                          : node.name();
+  Location loc = NameLoc::get(builder.getStringAttr(nodeName));
+  std::string domain = node.domain().empty() ? "ai.onnx" : node.domain();
+  if (domain != "ai.onnx") {
+    emitError(loc) << "node '" << nodeName << "': op '" << node.op_type()
+                   << "' of domain '" << domain
+                   << "' is not supported (only the default ai.onnx domain "
+                      "is)";
+    return failure();
+  }
+  auto it = opLowerings().find(node.op_type());
+  if (it == opLowerings().end()) {
+    emitError(loc) << "node '" << nodeName << "': unsupported op '"
+                   << node.op_type() << "' (domain '" << domain
+                   << "', opset " << opset << ")";
+    return failure();
+  }
+  for (int i = 0; i < node.input_size(); ++i)
+    if (!node.input(i).empty() && !values.count(node.input(i))) {
+      emitError(loc) << "node '" << nodeName << "' (" << node.op_type()
+                     << "): input '" << node.input(i)
+                     << "' is not defined before it";
+      return failure();
+    }
+  NodeLowering nl(*this, node, opset, loc);
+  if (failed(it->second(nl)))
+    return failure();
+  for (int i = 0; i < node.output_size(); ++i)
+    if (!node.output(i).empty() && !values.count(node.output(i)))
+      return nl.fail("output " + Twine(i) + " ('" + node.output(i) +
+                     "') is not supported");
+  return success();
+}
+
+FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
+  ensureRegistered();
+  int64_t opset = -1;
+  for (const auto &os : model.opset_import())
+    if (os.domain().empty() || os.domain() == "ai.onnx")
+      opset = os.version();
+  if (opset < 0) {
+    emitError(fileLoc()) << "model imports no default-domain opset";
+    return failure();
+  }
+  if (opset < 13 || opset > 23) {
+    emitError(fileLoc()) << "default-domain opset " << opset
+                         << " is not supported (supported: 13 to 23)";
+    return failure();
+  }
+  result.opsetVersion = opset;
+  result.producer = model.producer_name() + " " + model.producer_version();
+  if (!model.has_graph()) {
+    emitError(fileLoc()) << "model has no graph";
+    return failure();
+  }
+  const onnx::GraphProto &graph = model.graph();
+
+  result.module = ModuleOp::create(fileLoc());
+  builder.setInsertionPointToEnd(result.module->getBody());
+  func = func::FuncOp::create(builder, fileLoc(), "forward",
+                              builder.getFunctionType({}, {}));
+  Block *entry = func.addEntryBlock();
+  if (failed(importInputs(graph)))
+    return failure();
+  for (const auto &in : result.inputs) {
+    GraphValue &v = values[in.name];
+    v.tensor = entry->addArgument(
+        RankedTensorType::get(v.shape, elementType(v.dtype)),
+        NameLoc::get(builder.getStringAttr(in.name)));
+  }
+  builder.setInsertionPointToEnd(entry);
+  for (const auto &node : graph.node())
+    if (failed(lowerNode(node, opset)))
+      return failure();
+
+  SmallVector<Value> results;
+  for (const auto &out : graph.output()) {
+    GraphValue *v = lookup(out.name());
+    if (!v) {
+      emitError(fileLoc()) << "graph output '" << out.name()
+                           << "' is not produced by any node";
+      return failure();
+    }
+    Location loc = NameLoc::get(builder.getStringAttr(out.name()));
+    Value t = materialize(*v, loc);
+    // A graph output may alias an input or weight; the function must return
+    // a fresh tensor so the caller's output buffer is written.
+    if (isa<BlockArgument>(t) || t.getDefiningOp<arith::ConstantOp>()) {
+      auto type = cast<RankedTensorType>(t.getType());
+      Value empty = tensor::EmptyOp::create(builder, loc, type.getShape(),
+                                            type.getElementType());
+      t = linalg::CopyOp::create(builder, loc, t, empty).getResult(0);
+    }
+    results.push_back(t);
+    result.outputs.push_back({out.name(), v->dtype, v->shape});
+  }
+  func::ReturnOp::create(builder, fileLoc(), results);
+  func.setFunctionType(builder.getFunctionType(entry->getArgumentTypes(),
+                                               ValueRange(results).getTypes()));
+  func->setAttr("mcc.num_inputs",
+                builder.getI64IntegerAttr(result.inputs.size()));
+  if (failed(verify(*result.module)))
+    return failure();
+  return std::move(result);
+}
+
+//===----------------------------------------------------------------------===//
+// NodeLowering
+//===----------------------------------------------------------------------===//
+
+NodeLowering::NodeLowering(GraphLowering &graph, const onnx::NodeProto &node,
+                           int64_t opset, Location loc)
+    : graph_(graph), node_(node), opset_(opset), loc_(loc) {}
+
+OpBuilder &NodeLowering::builder() { return graph_.getBuilder(); }
+
+const GraphValue &NodeLowering::input(size_t i) const {
+  return *graph_.lookup(node_.input(i));
+}
+
+bool NodeLowering::allInputsLiteral() const {
+  for (size_t i = 0; i < numInputs(); ++i)
+    if (hasInput(i) && !isLiteral(i))
+      return false;
+  return true;
+}
+
+Value NodeLowering::value(size_t i) {
+  return graph_.materialize(*graph_.lookup(node_.input(i)), loc_);
+}
+
+void NodeLowering::setOutput(size_t i, Value tensor, int32_t dtype) {
+  if (!hasOutput(i))
+    return;
+  GraphValue v;
+  auto type = cast<RankedTensorType>(tensor.getType());
+  v.dtype = dtypeOf(type.getElementType());
+  // The element type alone can't tell uint8 from int8.
+  if (v.dtype == kInt8 && numInputs() > 0 && hasInput(0) &&
+      this->dtype(0) == kUInt8)
+    v.dtype = kUInt8;
+  if (dtype)
+    v.dtype = dtype;
+  v.shape = Shape(type.getShape().begin(), type.getShape().end());
+  v.tensor = tensor;
+  graph_.define(node_.output(i), std::move(v));
+}
+
+void NodeLowering::setOutput(size_t i, Literal literal) {
+  if (!hasOutput(i))
+    return;
+  GraphValue v;
+  v.dtype = literal.dtype();
+  v.shape = literal.shape();
+  v.literal = std::move(literal);
+  graph_.define(node_.output(i), std::move(v));
+}
+
+const onnx::AttributeProto *NodeLowering::attr(llvm::StringRef name) const {
+  for (const auto &a : node_.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+bool NodeLowering::hasAttr(llvm::StringRef name) const {
+  return attr(name) != nullptr;
+}
+
+int64_t NodeLowering::attrInt(llvm::StringRef name, int64_t def) const {
+  const auto *a = attr(name);
+  return a ? a->i() : def;
+}
+
+float NodeLowering::attrFloat(llvm::StringRef name, float def) const {
+  const auto *a = attr(name);
+  return a ? a->f() : def;
+}
+
+std::vector<int64_t> NodeLowering::attrInts(llvm::StringRef name,
+                                            std::vector<int64_t> def) const {
+  const auto *a = attr(name);
+  if (!a)
+    return def;
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+std::vector<float> NodeLowering::attrFloats(llvm::StringRef name) const {
+  const auto *a = attr(name);
+  if (!a)
+    return {};
+  return std::vector<float>(a->floats().begin(), a->floats().end());
+}
+
+std::string NodeLowering::attrString(llvm::StringRef name,
+                                     std::string def) const {
+  const auto *a = attr(name);
+  return a ? a->s() : def;
+}
+
+FailureOr<std::optional<std::vector<int64_t>>>
+NodeLowering::intsFromInputOrAttr(size_t i, llvm::StringRef name) {
+  if (hasInput(i)) {
+    if (!isLiteral(i)) {
+      (void)fail("input " + Twine(i) + " ('" + node_.input(i) +
+                 "') must be known at compile time");
+      return failure();
+    }
+    return std::optional<std::vector<int64_t>>(literal(i).toInts());
+  }
+  if (hasAttr(name))
+    return std::optional<std::vector<int64_t>>(attrInts(name));
+  return std::optional<std::vector<int64_t>>();
+}
+
+InFlightDiagnostic NodeLowering::emitError() const {
+  std::string name = node_.name().empty()
+                         ? (node_.output_size() ? node_.output(0) : "")
+                         : node_.name();
+  return mlir::emitError(loc_) << "node '" << name << "' ("
+                               << node_.op_type() << "): ";
+}
+
+LogicalResult NodeLowering::fail(const Twine &message) const {
+  emitError() << message;
+  return failure();
+}
+
+FailureOr<Literal> NodeLowering::literalFromProto(const onnx::TensorProto &t) {
+  return graph_.literalFromTensorProto(t, loc_);
+}
+
+Type NodeLowering::elementType(int32_t dtype) const {
+  return graph_.elementType(dtype);
+}
+
+RankedTensorType NodeLowering::tensorType(const Shape &shape,
+                                          int32_t dtype) const {
+  return RankedTensorType::get(shape, elementType(dtype));
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+static FailureOr<ImportedModel> importParsed(MLIRContext &context,
+                                             const onnx::ModelProto &model,
+                                             StringRef baseDir,
+                                             StringRef displayName,
+                                             const ImportOptions &options) {
+  DialectRegistry registry;
+  registerImportDialects(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+  GraphLowering lowering(context, displayName.str(), baseDir.str(), options);
+  return lowering.run(model);
+}
+
+FailureOr<ImportedModel> importOnnxBytes(MLIRContext &context,
+                                         StringRef bytes, StringRef baseDir,
+                                         StringRef displayName,
+                                         const ImportOptions &options) {
+  onnx::ModelProto model;
+  google::protobuf::io::CodedInputStream stream(
+      reinterpret_cast<const uint8_t *>(bytes.data()),
+      static_cast<int>(bytes.size()));
+  stream.SetTotalBytesLimit(INT32_MAX);
+  if (bytes.empty() || !model.ParseFromCodedStream(&stream) ||
+      !stream.ConsumedEntireMessage()) {
+    emitError(FileLineColLoc::get(&context, displayName, 0, 0))
+        << "not a valid ONNX model: the protobuf cannot be parsed (empty, "
+           "truncated or not an ONNX file)";
+    return failure();
+  }
+  if (!model.has_graph() || model.opset_import_size() == 0) {
+    emitError(FileLineColLoc::get(&context, displayName, 0, 0))
+        << "not a valid ONNX model: no graph or no opset import";
+    return failure();
+  }
+  return importParsed(context, model, baseDir, displayName, options);
+}
+
+FailureOr<ImportedModel> importOnnxFile(MLIRContext &context, StringRef path,
+                                        const ImportOptions &options) {
+  Location loc = FileLineColLoc::get(&context, path, 0, 0);
+  if (llvm::sys::fs::is_directory(path)) {
+    emitError(loc) << "is a directory, not an ONNX model file";
+    return failure();
+  }
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    emitError(loc) << "cannot open: " << buffer.getError().message();
+    return failure();
+  }
+  if ((*buffer)->getBufferSize() > static_cast<size_t>(INT32_MAX)) {
+    emitError(loc) << "the .onnx file is over 2 GB; keep weights as external "
+                      "data";
+    return failure();
+  }
+  SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  return importOnnxBytes(context, (*buffer)->getBuffer(), dir, path, options);
+}
+
+FailureOr<ImportedModel> importOnnxText(MLIRContext &context, StringRef text,
+                                        const ImportOptions &options) {
+  onnx::ModelProto model;
+  std::string owned = text.str();
+  onnx::OnnxParser parser(owned.c_str());
+  auto status = parser.Parse(model);
+  if (!status.IsOK()) {
+    emitError(UnknownLoc::get(&context))
+        << "cannot parse ONNX text: " << status.ErrorMessage();
+    return failure();
+  }
+  return importParsed(context, model, "", "<text>", options);
+}
+
+} // namespace mcc

@@ -1,0 +1,85 @@
+//===- Compile.cpp - the `mcc compile` driver -----------------------------===//
+
+#include "mcc/Pipelines/Pipelines.h"
+#include "mcc/Target/CPU/SharedLibraryWriter.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+
+namespace mcc {
+
+static LogicalResult dump(ModuleOp module, StringRef dir, int index,
+                          StringRef name) {
+  SmallString<256> path(dir);
+  llvm::sys::path::append(path, llvm::formatv("{0:02}-{1}.mlir", index, name)
+                                    .str());
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (ec) {
+    emitError(module.getLoc()) << "cannot write IR dump " << path << ": "
+                               << ec.message();
+    return failure();
+  }
+  module.print(os, OpPrintingFlags().elideLargeElementsAttrs(64));
+  return success();
+}
+
+LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
+                               StringRef outputPath,
+                               const CompileOptions &options) {
+  if (options.target != "cpu") {
+    emitError(UnknownLoc::get(&context))
+        << "target '" << options.target
+        << "' is not supported yet (supported: cpu)";
+    return failure();
+  }
+  if (!options.dumpIrDir.empty()) {
+    if (auto ec = llvm::sys::fs::create_directories(options.dumpIrDir)) {
+      emitError(UnknownLoc::get(&context))
+          << "cannot create --dump-ir folder " << options.dumpIrDir << ": "
+          << ec.message();
+      return failure();
+    }
+  }
+  FailureOr<ImportedModel> model =
+      importOnnxFile(context, inputPath, options.import);
+  if (failed(model))
+    return failure();
+  ModuleOp module = *model->module;
+  int index = 0;
+  if (!options.dumpIrDir.empty() &&
+      failed(dump(module, options.dumpIrDir, index, "import")))
+    return failure();
+  for (const PipelineStage &stage : cpuPipelineStages(options)) {
+    ++index;
+    PassManager pm(&context);
+    pm.enableVerifier(true);
+    stage.build(pm);
+    if (failed(pm.run(module))) {
+      emitError(module.getLoc()) << "compilation failed in stage '"
+                                 << stage.name << "'";
+      return failure();
+    }
+    if (!options.dumpIrDir.empty() &&
+        failed(dump(module, options.dumpIrDir, index, stage.name)))
+      return failure();
+  }
+  CpuTargetOptions target;
+  target.cpu = options.cpu;
+  if (!options.dumpIrDir.empty()) {
+    SmallString<256> ll(options.dumpIrDir);
+    llvm::sys::path::append(ll, llvm::formatv("{0:02}-llvm-ir.ll", index + 1)
+                                    .str());
+    target.dumpLlvmIrPath = std::string(ll);
+  }
+  return writeCpuSharedLibrary(module, *model, target, outputPath);
+}
+
+} // namespace mcc

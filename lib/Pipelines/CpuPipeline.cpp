@@ -1,0 +1,86 @@
+//===- CpuPipeline.cpp - tensor-level MLIR to the LLVM dialect for CPUs ---===//
+//
+// Stages are textual pipelines over upstream passes plus mcc's own, so the
+// same strings run in `mcc compile`, `mcc-opt` and the lit tests.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mcc/Pipelines/Pipelines.h"
+#include "mcc/Transforms/Passes.h"
+
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+namespace mcc {
+
+namespace {
+struct StageText {
+  const char *name, *summary, *pipeline;
+};
+
+const StageText kCpuStages[] = {
+    {"mcc-cpu-fuse", "canonicalize and fuse elementwise producers/consumers",
+     "canonicalize,cse,linalg-fuse-elementwise-ops,canonicalize,cse"},
+    {"mcc-cpu-tile",
+     "tile ops into parallel scf.forall tiles; reorder contraction loops",
+     "func.func(mcc-tile-for-cpu),canonicalize,cse,"
+     "func.func(mcc-interchange-contraction-loops)"},
+    {"mcc-cpu-bufferize",
+     "one-shot bufferization; results become caller-owned out-params",
+     "one-shot-bufferize{bufferize-function-boundaries "
+     "function-boundary-type-conversion=identity-layout-map},"
+     "buffer-results-to-out-params{modify-public-functions "
+     "hoist-static-allocs},canonicalize,buffer-deallocation-pipeline,"
+     "canonicalize"},
+    {"mcc-cpu-loops",
+     "linalg to loops; tile loops become OpenMP worksharing loops",
+     "convert-linalg-to-loops,scf-forall-to-parallel,convert-scf-to-openmp,"
+     "canonicalize,cse"},
+    {"mcc-cpu-to-llvm", "lower every remaining dialect to LLVM",
+     "lower-affine,expand-strided-metadata,finalize-memref-to-llvm,"
+     "convert-math-to-funcs{convert-ctlz=false},convert-math-to-llvm,"
+     "convert-math-to-libm,convert-scf-to-cf,convert-openmp-to-llvm,"
+     "convert-func-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
+     "convert-cf-to-llvm,convert-to-llvm,reconcile-unrealized-casts"},
+};
+} // namespace
+
+std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &) {
+  std::vector<PipelineStage> stages;
+  for (const StageText &s : kCpuStages) {
+    std::string text = s.pipeline;
+    stages.push_back({s.name, s.summary, [text](OpPassManager &pm) {
+                        if (failed(parsePassPipeline(text, pm)))
+                          llvm::report_fatal_error(
+                              "mcc: invalid built-in pipeline: " +
+                              llvm::Twine(text));
+                      }});
+  }
+  return stages;
+}
+
+void buildCpuPipeline(OpPassManager &pm, const CompileOptions &options) {
+  for (const PipelineStage &stage : cpuPipelineStages(options))
+    stage.build(pm);
+}
+
+void registerMccPipelines() {
+  static bool done = [] {
+    registerMccPasses();
+    for (const StageText &s : kCpuStages) {
+      std::string text = s.pipeline;
+      PassPipelineRegistration<>(s.name, s.summary,
+                                 [text](OpPassManager &pm) {
+                                   (void)parsePassPipeline(text, pm);
+                                 });
+    }
+    PassPipelineRegistration<>(
+        "mcc-cpu-pipeline", "the whole CPU pipeline, tensors to LLVM",
+        [](OpPassManager &pm) { buildCpuPipeline(pm, CompileOptions()); });
+    return true;
+  }();
+  (void)done;
+}
+
+} // namespace mcc

@@ -1,0 +1,402 @@
+//===- Runtime.cpp - load and run mcc model shared libraries -------------===//
+//
+// Loads a model .so, validates its descriptor against this runtime's ABI and
+// the host, and runs it on caller buffers after checking every shape and
+// dtype. Errors are reported per thread so that concurrent runs don't race
+// on the message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mcc/ModelABI.h"
+#include "mcc/mcc.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#define MCC_API extern "C" __attribute__((visibility("default")))
+
+struct mcc_model {
+  void *handle = nullptr;
+  const MccModelDescriptor *desc = nullptr;
+  std::string path;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+mcc_status fail(mcc_status status, const char *fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  lastError = buf;
+  return status;
+}
+
+bool knownDType(int64_t dtype) {
+  switch (dtype) {
+  case MCC_FLOAT32:
+  case MCC_UINT8:
+  case MCC_INT8:
+  case MCC_INT32:
+  case MCC_INT64:
+  case MCC_BOOL:
+  case MCC_FLOAT16:
+  case MCC_FLOAT64:
+    return true;
+  default:
+    return false;
+  }
+}
+
+std::string shapeString(int64_t rank, const int64_t *shape) {
+  std::string s = "[";
+  for (int64_t i = 0; i < rank; ++i) {
+    if (i)
+      s += ",";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+size_t numElements(const MccTensorDesc &d) {
+  size_t n = 1;
+  for (int64_t i = 0; i < d.rank; ++i)
+    n *= static_cast<size_t>(d.shape[i]);
+  return n;
+}
+
+mcc_status validateDescriptor(const MccModelDescriptor *d, const char *path) {
+  if (d->abi_version != MCC_ABI_VERSION)
+    return fail(MCC_ERROR_ABI,
+                "%s: model ABI version %lld, this runtime supports %d; "
+                "recompile the model with a matching mcc",
+                path, (long long)d->abi_version, MCC_ABI_VERSION);
+  if (!d->target || std::strcmp(d->target, "cpu") != 0)
+    return fail(MCC_ERROR_ABI, "%s: model target '%s' is not supported by "
+                "this runtime (supported: cpu)", path,
+                d->target ? d->target : "(null)");
+  const MccTensorDesc *lists[2] = {d->inputs, d->outputs};
+  int64_t counts[2] = {d->num_inputs, d->num_outputs};
+  for (int k = 0; k < 2; ++k) {
+    if (counts[k] < 0 || (counts[k] > 0 && !lists[k]))
+      return fail(MCC_ERROR_LOAD, "%s: malformed model descriptor", path);
+    for (int64_t i = 0; i < counts[k]; ++i) {
+      const MccTensorDesc &t = lists[k][i];
+      if (!t.name || t.rank < 0 || t.rank > MCC_MAX_RANK ||
+          !knownDType(t.dtype))
+        return fail(MCC_ERROR_LOAD, "%s: malformed tensor %lld in descriptor",
+                    path, (long long)i);
+    }
+  }
+  if (!d->run)
+    return fail(MCC_ERROR_LOAD, "%s: descriptor has no run function", path);
+  return MCC_OK;
+}
+
+void fillInfo(const MccTensorDesc &d, mcc_tensor_info *info) {
+  info->name = d.name;
+  info->dtype = static_cast<mcc_dtype>(d.dtype);
+  info->rank = static_cast<int32_t>(d.rank);
+  for (int i = 0; i < MCC_MAX_RANK; ++i)
+    info->shape[i] = i < d.rank ? d.shape[i] : 0;
+}
+
+mcc_status checkTensor(const char *role, size_t index, const MccTensorDesc &d,
+                       const mcc_tensor &t, bool checkData) {
+  if (checkData && !t.data)
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "%s %zu ('%s'): data is null",
+                role, index, d.name);
+  if (t.dtype != d.dtype)
+    return fail(MCC_ERROR_DTYPE,
+                "%s %zu ('%s'): dtype %s given, the model expects %s", role,
+                index, d.name, mcc_dtype_name(t.dtype),
+                mcc_dtype_name(static_cast<mcc_dtype>(d.dtype)));
+  bool same = t.rank == d.rank;
+  for (int64_t i = 0; same && i < d.rank; ++i)
+    same = t.shape[i] == d.shape[i];
+  if (!same) {
+    if (t.rank < 0 || t.rank > MCC_MAX_RANK)
+      return fail(MCC_ERROR_SHAPE, "%s %zu ('%s'): rank %d is invalid", role,
+                  index, d.name, t.rank);
+    return fail(MCC_ERROR_SHAPE,
+                "%s %zu ('%s'): shape %s given, the model expects %s", role,
+                index, d.name, shapeString(t.rank, t.shape).c_str(),
+                shapeString(d.rank, d.shape).c_str());
+  }
+  return MCC_OK;
+}
+
+mcc_status checkCounts(const mcc_model *m, size_t numInputs,
+                       size_t numOutputs) {
+  if (!m)
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "model is null");
+  if (numInputs != static_cast<size_t>(m->desc->num_inputs))
+    return fail(MCC_ERROR_INVALID_ARGUMENT,
+                "%zu inputs given, the model has %lld", numInputs,
+                (long long)m->desc->num_inputs);
+  if (numOutputs != static_cast<size_t>(m->desc->num_outputs))
+    return fail(MCC_ERROR_INVALID_ARGUMENT,
+                "%zu outputs given, the model has %lld", numOutputs,
+                (long long)m->desc->num_outputs);
+  return MCC_OK;
+}
+
+} // namespace
+
+MCC_API const char *mcc_last_error(void) { return lastError.c_str(); }
+
+MCC_API const char *mcc_status_string(mcc_status status) {
+  switch (status) {
+  case MCC_OK:
+    return "ok";
+  case MCC_ERROR_INVALID_ARGUMENT:
+    return "invalid argument";
+  case MCC_ERROR_LOAD:
+    return "load error";
+  case MCC_ERROR_ABI:
+    return "ABI mismatch";
+  case MCC_ERROR_SHAPE:
+    return "shape mismatch";
+  case MCC_ERROR_DTYPE:
+    return "dtype mismatch";
+  case MCC_ERROR_OUT_OF_MEMORY:
+    return "out of memory";
+  case MCC_ERROR_RUN:
+    return "run error";
+  }
+  return "unknown status";
+}
+
+MCC_API size_t mcc_dtype_size(mcc_dtype dtype) {
+  switch (dtype) {
+  case MCC_FLOAT32:
+  case MCC_INT32:
+    return 4;
+  case MCC_UINT8:
+  case MCC_INT8:
+  case MCC_BOOL:
+    return 1;
+  case MCC_INT64:
+  case MCC_FLOAT64:
+    return 8;
+  case MCC_FLOAT16:
+    return 2;
+  }
+  return 0;
+}
+
+MCC_API const char *mcc_dtype_name(mcc_dtype dtype) {
+  switch (dtype) {
+  case MCC_FLOAT32:
+    return "float32";
+  case MCC_UINT8:
+    return "uint8";
+  case MCC_INT8:
+    return "int8";
+  case MCC_INT32:
+    return "int32";
+  case MCC_INT64:
+    return "int64";
+  case MCC_BOOL:
+    return "bool";
+  case MCC_FLOAT16:
+    return "float16";
+  case MCC_FLOAT64:
+    return "float64";
+  }
+  return "unknown";
+}
+
+MCC_API mcc_status mcc_model_load(const char *path, mcc_model **outModel) {
+  if (!path || !outModel)
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "path or out pointer is null");
+  *outModel = nullptr;
+  struct stat st;
+  if (stat(path, &st) != 0)
+    return fail(MCC_ERROR_LOAD, "%s: no such file", path);
+  if (!S_ISREG(st.st_mode))
+    return fail(MCC_ERROR_LOAD, "%s: not a regular file", path);
+  // dlopen searches the library path for names without a slash; a model
+  // path always means a file.
+  std::string resolved = path;
+  if (resolved.find('/') == std::string::npos)
+    resolved = "./" + resolved;
+  void *handle = dlopen(resolved.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    return fail(MCC_ERROR_LOAD, "%s: cannot load: %s", path, dlerror());
+  auto fn = reinterpret_cast<MccDescriptorFn>(
+      dlsym(handle, MCC_DESCRIPTOR_SYMBOL));
+  if (!fn) {
+    dlclose(handle);
+    return fail(MCC_ERROR_LOAD, "%s: not an mcc model (no %s symbol)", path,
+                MCC_DESCRIPTOR_SYMBOL);
+  }
+  const MccModelDescriptor *desc = fn();
+  if (!desc) {
+    dlclose(handle);
+    return fail(MCC_ERROR_LOAD, "%s: model descriptor is null", path);
+  }
+  if (mcc_status s = validateDescriptor(desc, path)) {
+    dlclose(handle);
+    return s;
+  }
+  auto *m = new (std::nothrow) mcc_model;
+  if (!m) {
+    dlclose(handle);
+    return fail(MCC_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+  m->handle = handle;
+  m->desc = desc;
+  m->path = path;
+  *outModel = m;
+  return MCC_OK;
+}
+
+MCC_API void mcc_model_free(mcc_model *model) {
+  if (!model)
+    return;
+  dlclose(model->handle);
+  delete model;
+}
+
+MCC_API const char *mcc_model_target(const mcc_model *model) {
+  return model ? model->desc->target : "";
+}
+
+MCC_API const char *mcc_model_arch(const mcc_model *model) {
+  return model ? model->desc->arch : "";
+}
+
+MCC_API size_t mcc_model_num_inputs(const mcc_model *model) {
+  return model ? static_cast<size_t>(model->desc->num_inputs) : 0;
+}
+
+MCC_API size_t mcc_model_num_outputs(const mcc_model *model) {
+  return model ? static_cast<size_t>(model->desc->num_outputs) : 0;
+}
+
+MCC_API mcc_status mcc_model_input_info(const mcc_model *model, size_t index,
+                                        mcc_tensor_info *info) {
+  if (!model || !info)
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "model or info is null");
+  if (index >= static_cast<size_t>(model->desc->num_inputs))
+    return fail(MCC_ERROR_INVALID_ARGUMENT,
+                "input index %zu out of range (model has %lld inputs)", index,
+                (long long)model->desc->num_inputs);
+  fillInfo(model->desc->inputs[index], info);
+  return MCC_OK;
+}
+
+MCC_API mcc_status mcc_model_output_info(const mcc_model *model, size_t index,
+                                         mcc_tensor_info *info) {
+  if (!model || !info)
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "model or info is null");
+  if (index >= static_cast<size_t>(model->desc->num_outputs))
+    return fail(MCC_ERROR_INVALID_ARGUMENT,
+                "output index %zu out of range (model has %lld outputs)",
+                index, (long long)model->desc->num_outputs);
+  fillInfo(model->desc->outputs[index], info);
+  return MCC_OK;
+}
+
+MCC_API mcc_status mcc_set_num_threads(int numThreads) {
+  if (numThreads < 0)
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "thread count %d is negative",
+                numThreads);
+  // Models link the LLVM OpenMP runtime; find it through the global scope
+  // so the runtime itself stays free of an OpenMP dependency.
+  using SetFn = void (*)(int);
+  auto set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT,
+                                           "omp_set_num_threads"));
+  if (!set) {
+    void *omp = dlopen("libomp.so.5", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+    if (!omp)
+      omp = dlopen("libomp.so", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
+    if (omp)
+      set = reinterpret_cast<SetFn>(dlsym(omp, "omp_set_num_threads"));
+  }
+  if (!set)
+    return fail(MCC_ERROR_RUN,
+                "no OpenMP runtime is loaded; load a model first");
+  if (numThreads == 0) {
+    using GetFn = int (*)(void);
+    auto procs = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "omp_get_num_procs"));
+    numThreads = procs ? procs() : 1;
+  }
+  set(numThreads);
+  return MCC_OK;
+}
+
+MCC_API mcc_status mcc_run(const mcc_model *model, const mcc_tensor *inputs,
+                           size_t numInputs, mcc_tensor *outputs,
+                           size_t numOutputs) {
+  if (mcc_status s = checkCounts(model, numInputs, numOutputs))
+    return s;
+  if ((numInputs && !inputs) || (numOutputs && !outputs))
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "inputs or outputs array is null");
+  const MccModelDescriptor *d = model->desc;
+  std::vector<void *> buffers;
+  buffers.reserve(numInputs + numOutputs);
+  for (size_t i = 0; i < numInputs; ++i) {
+    if (mcc_status s = checkTensor("input", i, d->inputs[i], inputs[i], true))
+      return s;
+    buffers.push_back(inputs[i].data);
+  }
+  for (size_t i = 0; i < numOutputs; ++i) {
+    if (mcc_status s =
+            checkTensor("output", i, d->outputs[i], outputs[i], true))
+      return s;
+    buffers.push_back(outputs[i].data);
+  }
+  if (int32_t rc = d->run(buffers.data()))
+    return fail(MCC_ERROR_RUN, "%s: model run failed with code %d",
+                model->path.c_str(), rc);
+  return MCC_OK;
+}
+
+MCC_API mcc_status mcc_run_alloc(const mcc_model *model,
+                                 const mcc_tensor *inputs, size_t numInputs,
+                                 mcc_tensor *outputs, size_t numOutputs) {
+  if (mcc_status s = checkCounts(model, numInputs, numOutputs))
+    return s;
+  if (numOutputs && !outputs)
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "outputs array is null");
+  const MccModelDescriptor *d = model->desc;
+  for (size_t i = 0; i < numOutputs; ++i) {
+    const MccTensorDesc &o = d->outputs[i];
+    outputs[i].dtype = static_cast<mcc_dtype>(o.dtype);
+    outputs[i].rank = static_cast<int32_t>(o.rank);
+    for (int k = 0; k < MCC_MAX_RANK; ++k)
+      outputs[i].shape[k] = k < o.rank ? o.shape[k] : 0;
+    size_t bytes = numElements(o) * mcc_dtype_size(outputs[i].dtype);
+    outputs[i].data = std::aligned_alloc(64, ((bytes + 63) / 64) * 64 + 64);
+    if (!outputs[i].data) {
+      for (size_t k = 0; k < i; ++k)
+        mcc_tensor_free_data(&outputs[k]);
+      return fail(MCC_ERROR_OUT_OF_MEMORY, "cannot allocate output '%s'",
+                  o.name);
+    }
+  }
+  mcc_status s = mcc_run(model, inputs, numInputs, outputs, numOutputs);
+  if (s != MCC_OK)
+    for (size_t i = 0; i < numOutputs; ++i)
+      mcc_tensor_free_data(&outputs[i]);
+  return s;
+}
+
+MCC_API void mcc_tensor_free_data(mcc_tensor *tensor) {
+  if (!tensor)
+    return;
+  std::free(tensor->data);
+  tensor->data = nullptr;
+}

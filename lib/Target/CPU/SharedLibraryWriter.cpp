@@ -1,0 +1,317 @@
+//===- SharedLibraryWriter.cpp - LLVM dialect module to a model .so -------===//
+//
+// After translation to LLVM IR the module gets three things the runtime
+// relies on (include/mcc/ModelABI.h): the weight blob as one aligned
+// constant, `mcc_model_run(void **buffers)` which expands each buffer into
+// the memref descriptor @forward takes, and the exported descriptor. It is
+// then optimized for the chosen CPU, emitted as an object and linked into a
+// shared library next to the output, renamed into place last.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mcc/Target/CPU/SharedLibraryWriter.h"
+#include "mcc/ModelABI.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+#include <unistd.h>
+
+#ifndef MCC_OPENMP_LIB_DIR
+#define MCC_OPENMP_LIB_DIR "/usr/lib/llvm-22/lib"
+#endif
+
+using namespace mlir;
+
+namespace mcc {
+
+void registerCpuTranslations(DialectRegistry &registry) {
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerOpenMPDialectTranslation(registry);
+}
+
+namespace {
+
+/// Removes a file on scope exit unless released.
+struct TempFile {
+  std::string path;
+  bool keep = false;
+  ~TempFile() {
+    if (!path.empty() && !keep)
+      llvm::sys::fs::remove(path);
+  }
+};
+
+llvm::GlobalVariable *constantGlobal(llvm::Module &m, llvm::Constant *init,
+                                     const llvm::Twine &name,
+                                     unsigned align = 8) {
+  auto *g = new llvm::GlobalVariable(m, init->getType(), /*isConstant=*/true,
+                                     llvm::GlobalValue::PrivateLinkage, init,
+                                     name);
+  g->setAlignment(llvm::Align(align));
+  return g;
+}
+
+llvm::Constant *stringGlobal(llvm::Module &m, llvm::StringRef s,
+                             const llvm::Twine &name) {
+  auto *init = llvm::ConstantDataArray::getString(m.getContext(), s, true);
+  return constantGlobal(m, init, name, 1);
+}
+
+/// An array of MccTensorDesc for `tensors`.
+llvm::Constant *tensorDescs(llvm::Module &m,
+                            const std::vector<TensorSignature> &tensors,
+                            llvm::StringRef prefix) {
+  llvm::LLVMContext &ctx = m.getContext();
+  auto *ptrTy = llvm::PointerType::getUnqual(ctx);
+  auto *i64 = llvm::Type::getInt64Ty(ctx);
+  auto *descTy = llvm::StructType::get(ctx, {ptrTy, i64, i64, ptrTy});
+  std::vector<llvm::Constant *> descs;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorSignature &t = tensors[i];
+    std::vector<uint64_t> dims(t.shape.begin(), t.shape.end());
+    llvm::Constant *shape =
+        dims.empty() ? static_cast<llvm::Constant *>(
+                           llvm::ConstantPointerNull::get(ptrTy))
+                     : constantGlobal(
+                           m, llvm::ConstantDataArray::get(ctx, dims),
+                           prefix + ".shape." + llvm::Twine(i));
+    descs.push_back(llvm::ConstantStruct::get(
+        descTy, {stringGlobal(m, t.name, prefix + ".name." + llvm::Twine(i)),
+                 llvm::ConstantInt::get(i64, t.dtype),
+                 llvm::ConstantInt::get(i64, t.shape.size()), shape}));
+  }
+  if (descs.empty())
+    return llvm::ConstantPointerNull::get(ptrTy);
+  auto *arrTy = llvm::ArrayType::get(descTy, descs.size());
+  return constantGlobal(m, llvm::ConstantArray::get(arrTy, descs), prefix);
+}
+
+LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
+                             llvm::StringRef arch, Location loc) {
+  llvm::LLVMContext &ctx = m.getContext();
+  llvm::Function *forward = m.getFunction("forward");
+  if (!forward || forward->isDeclaration())
+    return emitError(loc) << "lowered module has no @forward";
+  forward->setLinkage(llvm::GlobalValue::InternalLinkage);
+  auto *ptrTy = llvm::PointerType::getUnqual(ctx);
+  auto *i64 = llvm::Type::getInt64Ty(ctx);
+  auto *i32 = llvm::Type::getInt32Ty(ctx);
+
+  // Weights: one blob, 64-byte aligned like the records inside it.
+  llvm::Constant *blob = nullptr;
+  if (!model.weightBlob.empty()) {
+    auto *data = llvm::ConstantDataArray::getRaw(
+        llvm::StringRef(reinterpret_cast<const char *>(model.weightBlob.data()),
+                        model.weightBlob.size()),
+        model.weightBlob.size(), llvm::Type::getInt8Ty(ctx));
+    auto *g = constantGlobal(m, data, "mcc.weights", 64);
+    g->setSection(".rodata.mcc_weights");
+    blob = g;
+  }
+
+  // mcc_model_run(void **buffers): inputs, then outputs.
+  auto *runTy = llvm::FunctionType::get(i32, {ptrTy}, false);
+  auto *run = llvm::Function::Create(runTy, llvm::GlobalValue::InternalLinkage,
+                                     "mcc_model_run", m);
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", run));
+  llvm::Value *buffers = run->getArg(0);
+  std::vector<llvm::Value *> args;
+  auto pushMemref = [&](llvm::Value *ptr, const std::vector<int64_t> &shape) {
+    args.push_back(ptr);
+    args.push_back(ptr);
+    args.push_back(b.getInt64(0));
+    for (int64_t d : shape)
+      args.push_back(b.getInt64(d));
+    int64_t stride = 1;
+    std::vector<int64_t> strides(shape.size());
+    for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
+      strides[i] = stride;
+      stride *= shape[i];
+    }
+    for (int64_t s : strides)
+      args.push_back(b.getInt64(s));
+  };
+  size_t nin = model.inputs.size();
+  for (size_t i = 0; i < nin; ++i) {
+    llvm::Value *slot = b.CreateConstGEP1_64(ptrTy, buffers, i);
+    pushMemref(b.CreateLoad(ptrTy, slot), model.inputs[i].shape);
+  }
+  for (const WeightRecord &w : model.weights) {
+    llvm::Value *p = b.CreateConstGEP1_64(b.getInt8Ty(), blob, w.offset);
+    pushMemref(p, w.shape);
+  }
+  for (size_t i = 0; i < model.outputs.size(); ++i) {
+    llvm::Value *slot = b.CreateConstGEP1_64(ptrTy, buffers, nin + i);
+    pushMemref(b.CreateLoad(ptrTy, slot), model.outputs[i].shape);
+  }
+  if (args.size() != forward->arg_size())
+    return emitError(loc) << "internal error: @forward takes "
+                          << forward->arg_size() << " values, the signature "
+                          << "implies " << args.size();
+  b.CreateCall(forward, args);
+  b.CreateRet(b.getInt32(0));
+
+  // The descriptor (field order fixed by MccModelDescriptor).
+  auto *descTy = llvm::StructType::get(
+      ctx, {i64, ptrTy, ptrTy, i64, ptrTy, i64, ptrTy, i64, ptrTy});
+  llvm::Constant *desc = llvm::ConstantStruct::get(
+      descTy,
+      {llvm::ConstantInt::get(i64, MCC_ABI_VERSION),
+       stringGlobal(m, "cpu", "mcc.target"), stringGlobal(m, arch, "mcc.arch"),
+       llvm::ConstantInt::get(i64, model.inputs.size()),
+       tensorDescs(m, model.inputs, "mcc.inputs"),
+       llvm::ConstantInt::get(i64, model.outputs.size()),
+       tensorDescs(m, model.outputs, "mcc.outputs"),
+       llvm::ConstantInt::get(i64, model.weightBlob.size()), run});
+  auto *descGlobal = constantGlobal(m, desc, "mcc.descriptor");
+  auto *getTy = llvm::FunctionType::get(ptrTy, {}, false);
+  auto *get = llvm::Function::Create(getTy, llvm::GlobalValue::ExternalLinkage,
+                                     MCC_DESCRIPTOR_SYMBOL, m);
+  get->setVisibility(llvm::GlobalValue::DefaultVisibility);
+  llvm::IRBuilder<> gb(llvm::BasicBlock::Create(ctx, "entry", get));
+  gb.CreateRet(descGlobal);
+  return success();
+}
+
+} // namespace
+
+LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
+                                    const CpuTargetOptions &options,
+                                    llvm::StringRef outputPath) {
+  Location loc = module.getLoc();
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+
+  DialectRegistry registry;
+  registerCpuTranslations(registry);
+  module->getContext()->appendDialectRegistry(registry);
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(module, llvmContext, "mcc_model");
+  if (!llvmModule)
+    return emitError(loc) << "translation to LLVM IR failed";
+
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return emitError(loc) << "no LLVM target for " << triple.str() << ": "
+                          << error;
+  std::string cpu = options.cpu.empty() ? llvm::sys::getHostCPUName().str()
+                                        : options.cpu;
+  std::string features;
+  if (options.cpu.empty()) {
+    llvm::StringMap<bool> hostFeatures = llvm::sys::getHostCPUFeatures();
+    for (auto &f : hostFeatures)
+      features += (features.empty() ? "" : ",") +
+                  std::string(f.second ? "+" : "-") + f.first().str();
+  }
+  llvm::TargetOptions targetOptions;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!tm)
+    return emitError(loc) << "cannot create a target machine for cpu '" << cpu
+                          << "'";
+  llvmModule->setDataLayout(tm->createDataLayout());
+  llvmModule->setTargetTriple(triple);
+
+  if (failed(addEntryPoints(*llvmModule, model, cpu, loc)))
+    return failure();
+  for (llvm::Function &f : *llvmModule) {
+    if (f.isDeclaration())
+      continue;
+    f.addFnAttr("target-cpu", cpu);
+    if (!features.empty())
+      f.addFnAttr("target-features", features);
+  }
+  if (llvm::verifyModule(*llvmModule, &llvm::errs()))
+    return emitError(loc) << "generated LLVM IR does not verify";
+
+  {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder pb(tm.get());
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm =
+        pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    mpm.run(*llvmModule, mam);
+  }
+  if (!options.dumpLlvmIrPath.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(options.dumpLlvmIrPath, ec);
+    if (!ec)
+      llvmModule->print(os, nullptr);
+  }
+
+  std::string pid = std::to_string(getpid());
+  TempFile object{(outputPath + ".o.tmp." + pid).str()};
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(object.path, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return emitError(loc) << "cannot write " << object.path << ": "
+                            << ec.message();
+    llvm::legacy::PassManager pm;
+    if (tm->addPassesToEmitFile(pm, os, nullptr,
+                                llvm::CodeGenFileType::ObjectFile))
+      return emitError(loc) << "the target cannot emit object files";
+    pm.run(*llvmModule);
+  }
+
+  TempFile library{(outputPath + ".tmp." + pid).str()};
+  auto linker = llvm::sys::findProgramByName("cc");
+  if (!linker)
+    linker = llvm::sys::findProgramByName("gcc");
+  if (!linker)
+    linker = llvm::sys::findProgramByName("clang-22");
+  if (!linker)
+    return emitError(loc) << "no linker driver (cc, gcc or clang-22) on PATH";
+  std::string libDir = MCC_OPENMP_LIB_DIR;
+  std::vector<std::string> argStore = {
+      *linker, "-shared", "-o", library.path, object.path,
+      "-L" + libDir, "-Wl,-rpath," + libDir, "-lomp", "-lm",
+      "-Wl,-z,noexecstack"};
+  std::vector<llvm::StringRef> argv(argStore.begin(), argStore.end());
+  std::string linkError;
+  int rc = llvm::sys::ExecuteAndWait(*linker, argv, std::nullopt, {}, 0, 0,
+                                     &linkError);
+  if (rc != 0)
+    return emitError(loc) << "linking " << outputPath << " failed (" << *linker
+                          << " exited with " << rc << ")"
+                          << (linkError.empty() ? "" : ": " + linkError);
+  if (auto ec = llvm::sys::fs::rename(library.path, outputPath))
+    return emitError(loc) << "cannot move the library to " << outputPath
+                          << ": " << ec.message();
+  library.keep = true;
+  return success();
+}
+
+} // namespace mcc

@@ -1,0 +1,198 @@
+//===- mcc.cpp - the mcc command line -------------------------------------===//
+//
+//   mcc compile M.onnx -o M.so --target cpu [--shape NAME=2x16]... [--dump-ir D]
+//   mcc run M.so --input IN(.npz|dir) --output OUT.npz
+//   mcc inspect M.so
+//   mcc import M.onnx [--shape ...]     (tensor-level MLIR, for debugging)
+//
+//===----------------------------------------------------------------------===//
+
+#include "mcc/Import/OnnxImporter.h"
+#include "mcc/Pipelines/Pipelines.h"
+#include "mcc/Support/ModelCommands.h"
+#include "mcc/Target/CPU/SharedLibraryWriter.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <regex>
+
+namespace {
+
+/// Parses NAME=2x16 (dims separated by 'x' or ',').
+bool parseShape(const std::string &spec, std::string &name,
+                std::vector<int64_t> &dims, std::string &error) {
+  size_t eq = spec.rfind('=');
+  if (eq == std::string::npos || eq == 0) {
+    error = "--shape '" + spec + "': expected NAME=DIMxDIM...";
+    return false;
+  }
+  name = spec.substr(0, eq);
+  std::string rest = spec.substr(eq + 1);
+  dims.clear();
+  if (rest.empty() || rest == "scalar")
+    return true;
+  std::regex sep("[x,]");
+  for (std::sregex_token_iterator it(rest.begin(), rest.end(), sep, -1), end;
+       it != end; ++it) {
+    std::string d = *it;
+    if (d.empty() || d.find_first_not_of("0123456789") != std::string::npos) {
+      error = "--shape '" + spec + "': dim '" + d + "' is not a number";
+      return false;
+    }
+    dims.push_back(std::stoll(d));
+  }
+  return true;
+}
+
+void setupContext(mlir::MLIRContext &context) {
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mcc::registerCpuTranslations(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+}
+
+/// Prints MLIR diagnostics as "mcc: error: LOCATION: message".
+struct DiagnosticPrinter {
+  explicit DiagnosticPrinter(mlir::MLIRContext &context)
+      : handler(&context, [](mlir::Diagnostic &diag) {
+          std::string loc;
+          llvm::raw_string_ostream ls(loc);
+          diag.getLocation().print(ls);
+          if (loc == "loc(unknown)")
+            loc.clear();
+          std::string msg = diag.str();
+          for (auto &note : diag.getNotes())
+            msg += "\n  note: " + note.str();
+          if (diag.getSeverity() == mlir::DiagnosticSeverity::Error)
+            spdlog::error("{}{}", loc.empty() ? "" : loc + ": ", msg);
+          else if (diag.getSeverity() == mlir::DiagnosticSeverity::Warning)
+            spdlog::warn("{}{}", loc.empty() ? "" : loc + ": ", msg);
+          else
+            spdlog::info("{}{}", loc.empty() ? "" : loc + ": ", msg);
+          return mlir::success();
+        }) {}
+  mlir::ScopedDiagnosticHandler handler;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  auto logger = spdlog::stderr_color_st("mcc");
+  logger->set_pattern("mcc: %l: %v");
+  spdlog::set_default_logger(logger);
+  mlir::registerAllPasses();
+  mcc::registerMccPipelines();
+
+  CLI::App app{"mcc: an ahead-of-time compiler from ONNX to shared libraries"};
+  app.require_subcommand(1);
+  bool verbose = false;
+  app.add_flag("-v,--verbose", verbose, "Log each step");
+
+  std::string input, output, target = "cpu", dumpDir, cpu;
+  std::vector<std::string> shapes;
+  bool text = false;
+  auto *compile = app.add_subcommand("compile", "Compile an ONNX model to a .so");
+  compile->add_option("model", input, "The .onnx file")->required();
+  compile->add_option("-o,--output", output, "The .so to write")->required();
+  compile->add_option("--target", target, "cpu")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  compile->add_option("--shape", shapes,
+                      "Pin an input's shape: NAME=2x16 (repeatable)");
+  compile->add_option("--dump-ir", dumpDir,
+                      "Write the IR after every stage into this folder");
+  compile->add_option("--cpu", cpu,
+                      "CPU to generate code for (e.g. x86-64-v3, "
+                      "skylake-avx512); default: this host");
+
+  auto *import = app.add_subcommand("import", "Print the tensor-level MLIR");
+  import->add_option("model", input, "The .onnx file")->required();
+  import->add_option("--shape", shapes, "Pin an input's shape (repeatable)");
+  import->add_flag("--text", text, "The input is ONNX textual syntax");
+
+  std::string runInput, runOutput;
+  int threads = 0;
+  auto *run = app.add_subcommand("run", "Run a compiled model");
+  run->add_option("model", input, "The model .so")->required();
+  run->add_option("--input", runInput,
+                  ".npz keyed by input names, or a folder of input_<i>.pb")
+      ->required();
+  run->add_option("--output", runOutput, ".npz to write, keyed by output names")
+      ->required();
+  run->add_option("--threads", threads, "Threads per run (default: all cores)");
+
+  auto *inspect = app.add_subcommand("inspect", "Print a model's signature as JSON");
+  inspect->add_option("model", input, "The model .so")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e);
+  }
+  if (verbose)
+    spdlog::set_level(spdlog::level::debug);
+
+  if (run->parsed())
+    return mcc::runModelCommand(input, runInput, runOutput, threads);
+  if (inspect->parsed())
+    return mcc::inspectModelCommand(input);
+
+  mcc::CompileOptions options;
+  options.target = target;
+  options.cpu = cpu;
+  options.dumpIrDir = dumpDir;
+  for (const std::string &s : shapes) {
+    std::string name, error;
+    std::vector<int64_t> dims;
+    if (!parseShape(s, name, dims, error)) {
+      spdlog::error("{}", error);
+      return 1;
+    }
+    options.import.inputShapes[name] = dims;
+  }
+
+  mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
+  setupContext(context);
+  DiagnosticPrinter printer(context);
+
+  if (import->parsed()) {
+    mlir::FailureOr<mcc::ImportedModel> model;
+    if (text) {
+      auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(input);
+      if (!buffer) {
+        spdlog::error("{}: cannot open", input);
+        return 1;
+      }
+      model = mcc::importOnnxText(context, (*buffer)->getBuffer(),
+                                  options.import);
+    } else {
+      model = mcc::importOnnxFile(context, input, options.import);
+    }
+    if (mlir::failed(model))
+      return 1;
+    model->module->print(llvm::outs());
+    return 0;
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  if (mlir::failed(mcc::compileOnnxModel(context, input, output, options)))
+    return 1;
+  double secs = std::chrono::duration<double>(
+                    std::chrono::steady_clock::now() - start)
+                    .count();
+  spdlog::debug("compiled {} -> {} in {:.2f} s", input, output, secs);
+  return 0;
+}
