@@ -35,14 +35,14 @@ const StageText kCpuStages[] = {
      "canonicalize"},
     {"mcc-cpu-loops",
      "linalg to loops; tile loops become OpenMP worksharing loops",
-     "convert-linalg-to-loops,scf-forall-to-parallel,convert-scf-to-openmp,"
+     "func.func(mcc-strided-copy-to-linalg),convert-linalg-to-loops,scf-forall-to-parallel,convert-scf-to-openmp,"
      "canonicalize,cse"},
     {"mcc-cpu-to-llvm", "lower every remaining dialect to LLVM",
-     "lower-affine,expand-strided-metadata,finalize-memref-to-llvm,"
+     "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
      "convert-math-to-funcs{convert-ctlz=false},convert-math-to-llvm,"
      "convert-math-to-libm,convert-scf-to-cf,convert-openmp-to-llvm,"
      "convert-func-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
-     "convert-cf-to-llvm,convert-to-llvm,reconcile-unrealized-casts"},
+     "convert-cf-to-llvm,convert-to-llvm,reconcile-unrealized-casts,canonicalize"},
 };
 } // namespace
 

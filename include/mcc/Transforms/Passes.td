@@ -38,4 +38,16 @@ def InterchangeContractionLoops
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def StridedCopyToLinalg
+    : Pass<"mcc-strided-copy-to-linalg", "mlir::func::FuncOp"> {
+  let summary = "Turn memref.copy between strided views into linalg.copy";
+  let description = [{
+    The LLVM lowering of memref.copy calls `memrefCopy` from MLIR's C
+    runner utilities unless both sides are contiguous. A model .so must not
+    depend on that library, so such copies become linalg.copy, which
+    lowers to plain loops.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+}
+
 #endif // MCC_TRANSFORMS_PASSES
