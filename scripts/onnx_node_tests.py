@@ -1,0 +1,595 @@
+#!/usr/bin/env python3
+"""Conformance runner: ONNX backend node tests through `mcc compile` / `mcc run`.
+
+For every test folder (model.onnx + test_data_set_*/input_*.pb, output_*.pb) the
+model is compiled for the cpu target, run on each data set, and every output is
+compared with the expected output_<i>.pb (output i = graph output i):
+
+  * shapes and dtypes must match exactly;
+  * floating outputs: NaN positions must match, the rest must satisfy
+    np.allclose(got, expected, rtol=1e-3, atol=1e-5) (tunable via --rtol/--atol);
+  * integer, bool and string outputs must match exactly.
+
+Each test ends in one category: pass, compile-fail, run-fail, mismatch, timeout,
+or skipped (excluded families: training ops, sequence/optional ops, models with
+non-tensor graph inputs/outputs). Failures carry a normalized cause
+("unsupported op X", "unsupported dtype STRING", ...) used to group them.
+
+Typical use (regenerates docs/supported-ops.md):
+
+    python3 scripts/onnx_node_tests.py --mcc build/tools/mcc/mcc --jobs 2 \\
+        --json /tmp/node_tests.json --markdown docs/supported-ops.md
+
+CI regression check:
+
+    python3 scripts/onnx_node_tests.py --mcc build/tools/mcc/mcc --min-pass 300
+"""
+import argparse
+import collections
+import concurrent.futures
+import datetime
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+try:
+    import onnx
+    from onnx import numpy_helper
+except ImportError:  # pragma: no cover
+    sys.exit("onnx_node_tests.py needs the `onnx` package: pip install onnx numpy")
+
+DEFAULT_SUITE = "/usr/share/libonnx-testdata/data/node"
+DEFAULT_RTOL = 1e-3
+DEFAULT_ATOL = 1e-5
+
+# Excluded families, matched against the test folder name.
+EXCLUDE_PATTERNS = [
+    ("sequence", "sequence ops"),
+    ("optional", "optional ops"),
+    ("training", "training mode"),
+    ("adagrad", "training op"),
+    ("adam", "training op"),
+    ("momentum", "training op"),  # also nesterov_momentum
+    ("gradient", "training op"),
+]
+
+
+# --------------------------------------------------------------------------
+# Discovery and classification
+# --------------------------------------------------------------------------
+
+def exclusion_reason_by_name(name):
+    low = name.lower()
+    for pat, why in EXCLUDE_PATTERNS:
+        if pat in low:
+            return "%s (name contains '%s')" % (why, pat)
+    return None
+
+
+def non_tensor_io(model):
+    """Names of graph inputs/outputs whose type is not a plain tensor."""
+    bad = []
+    for vi in list(model.graph.input) + list(model.graph.output):
+        if vi.type.WhichOneof("value") != "tensor_type":
+            bad.append("%s:%s" % (vi.name, vi.type.WhichOneof("value")))
+    return bad
+
+
+def first_op_type(model):
+    for node in model.graph.node:
+        if node.op_type != "Constant":
+            return node.op_type
+    return model.graph.node[0].op_type if model.graph.node else "(empty)"
+
+
+EXPANDED_RE = re.compile(r"_expanded(_ver\d+)?$")
+
+
+def discover(suites, filt):
+    tests = []
+    multi = len(suites) > 1
+    for suite in suites:
+        for name in sorted(os.listdir(suite)):
+            folder = os.path.join(suite, name)
+            model_path = os.path.join(folder, "model.onnx")
+            if not os.path.isfile(model_path):
+                continue
+            tid = ("%s:%s" % (os.path.basename(os.path.normpath(suite)), name)) if multi else name
+            if filt and not re.search(filt, tid):
+                continue
+            tests.append({"id": tid, "name": name, "suite": suite, "folder": folder})
+    # Op types: the first non-Constant node of the model. For *_expanded tests the
+    # model is the op's function body, so use the non-expanded sibling's op type.
+    op_cache = {}
+
+    def op_of(folder):
+        if folder not in op_cache:
+            try:
+                op_cache[folder] = first_op_type(onnx.load(os.path.join(folder, "model.onnx"),
+                                                            load_external_data=False))
+            except Exception as e:  # noqa: BLE001
+                op_cache[folder] = "(unloadable: %s)" % e.__class__.__name__
+        return op_cache[folder]
+
+    for t in tests:
+        base = EXPANDED_RE.sub("", t["name"])
+        sibling = os.path.join(t["suite"], base)
+        if base != t["name"] and os.path.isfile(os.path.join(sibling, "model.onnx")):
+            t["op_type"] = op_of(sibling)
+            t["expanded"] = True
+        else:
+            t["op_type"] = op_of(t["folder"])
+            t["expanded"] = base != t["name"]
+    return tests
+
+
+# --------------------------------------------------------------------------
+# Error normalization
+# --------------------------------------------------------------------------
+
+def dtype_name(num):
+    try:
+        return onnx.TensorProto.DataType.Name(int(num))
+    except Exception:  # noqa: BLE001
+        return str(num)
+
+
+LOC_RE = re.compile(r'loc\((?:"[^"]*"|[^()])*(?:\([^()]*\))?(?:"[^"]*"|[^()])*\):\s*')
+NODE_RE = re.compile(r"^node '[^']*'(?: \([A-Za-z0-9_.]+\))?:\s*")
+
+
+def first_error_line(stderr):
+    lines = [l.strip() for l in (stderr or "").splitlines() if l.strip()]
+    for l in lines:
+        if "error" in l.lower():
+            return l
+    return lines[0] if lines else ""
+
+
+def strip_error(line):
+    msg = line
+    for prefix in ("mcc: error:", "error:"):
+        if msg.startswith(prefix):
+            msg = msg[len(prefix):].strip()
+    msg = LOC_RE.sub("", msg, count=1).strip()
+    if msg.startswith("error:"):
+        msg = msg[len("error:"):].strip()
+    msg = NODE_RE.sub("", msg).strip()
+    return msg
+
+
+def normalize_cause(line):
+    """Map a first error line to a short cause used for grouping."""
+    msg = strip_error(line)
+    if not msg:
+        return "no error message"
+    m = re.search(r"unsupported op '([^']+)'", msg)
+    if m:
+        return "unsupported op %s" % m.group(1)
+    m = re.search(r"default-domain opset (\d+) is not supported", msg)
+    if m:
+        return "default-domain opset %s not supported" % m.group(1)
+    m = re.search(r"(?:unsupported|not supported)[^0-9]*(?:dtype|element type|data type)\s*(\d+)", msg)
+    if m:
+        return "unsupported dtype %s" % dtype_name(m.group(1))
+    if re.search(r"(dtype|element type|data type)", msg) and re.search(r"unsupported|not supported", msg):
+        m = re.search(r"\b(float16|bfloat16|f16|bf16|string|complex\w*|float8\w*|int4|uint4|i4|ui4)\b",
+                      msg, re.I)
+        return "unsupported dtype" + (" " + m.group(1) if m else "")
+    # Generic: drop quoted identifiers and long numbers so similar messages group.
+    msg = re.sub(r"'[^']*'", "'…'", msg)
+    msg = re.sub(r'"[^"]*"', '"…"', msg)
+    return msg[:160]
+
+
+# --------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------
+
+def run_cmd(cmd, timeout):
+    """subprocess.run with one retry if the binary is briefly missing/busy."""
+    for attempt in range(2):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                                  errors="replace")
+        except (FileNotFoundError, PermissionError, OSError) as e:
+            if isinstance(e, subprocess.TimeoutExpired) or attempt == 1:
+                raise
+            time.sleep(5)
+    raise AssertionError("unreachable")
+
+
+def load_pb(path):
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+def compare(got, exp, rtol, atol):
+    """Returns None when equal, else (reason, max_abs_err or None)."""
+    got = np.asarray(got)
+    exp = np.asarray(exp)
+    if got.shape != exp.shape:
+        return ("shape %s != expected %s" % (list(got.shape), list(exp.shape)), None)
+    if exp.dtype == object or exp.dtype.kind in "USO":
+        same = got.shape == exp.shape and all(
+            (a.decode() if isinstance(a, bytes) else str(a)) == (b.decode() if isinstance(b, bytes) else str(b))
+            for a, b in zip(got.ravel().tolist(), exp.ravel().tolist()))
+        return None if same else ("string values differ", None)
+    if got.dtype != exp.dtype:
+        return ("dtype %s != expected %s" % (got.dtype, exp.dtype), None)
+    if exp.dtype.kind in "fc" or str(exp.dtype) in ("bfloat16",) or exp.dtype.kind == "V":
+        try:
+            g = got.astype(np.float64) if exp.dtype.kind != "c" else got.astype(np.complex128)
+            e = exp.astype(np.float64) if exp.dtype.kind != "c" else exp.astype(np.complex128)
+        except (TypeError, ValueError):
+            return (None if got.tobytes() == exp.tobytes() else ("raw bytes differ", None))
+        gn, en = np.isnan(g), np.isnan(e)
+        if not np.array_equal(gn, en):
+            return ("NaN positions differ (%d vs %d NaNs)" % (int(gn.sum()), int(en.sum())), None)
+        mask = ~en
+        if not mask.any():
+            return None
+        gv, ev = g[mask], e[mask]
+        if np.allclose(gv, ev, rtol=rtol, atol=atol, equal_nan=True):
+            return None
+        with np.errstate(invalid="ignore"):
+            diff = np.abs(gv - ev)
+        finite = np.isfinite(diff)
+        err = float(diff[finite].max()) if finite.any() else float("inf")
+        if not finite.all():
+            err = float("inf")
+        return ("values differ", err)
+    # ints / bools: exact
+    if np.array_equal(got, exp):
+        return None
+    if exp.dtype.kind in "iu":
+        err = float(np.max(np.abs(got.astype(np.float64) - exp.astype(np.float64))))
+        return ("values differ", err)
+    return ("values differ (%d of %d)" % (int(np.sum(got != exp)), exp.size), None)
+
+
+def run_test(t, args, workdir):
+    res = {"id": t["id"], "name": t["name"], "suite": t["suite"], "op_type": t["op_type"],
+           "expanded": t["expanded"]}
+    start = time.time()
+    try:
+        _run_test(t, args, workdir, res)
+    except Exception as e:  # noqa: BLE001  (harness bug: report, keep going)
+        res.update(status="run-fail", cause="harness error: %s" % e.__class__.__name__,
+                   detail=str(e)[:300])
+    res["seconds"] = round(time.time() - start, 3)
+    return res
+
+
+def _run_test(t, args, workdir, res):
+    folder = t["folder"]
+    reason = exclusion_reason_by_name(t["name"])
+    model_path = os.path.join(folder, "model.onnx")
+    if reason is None:
+        try:
+            model = onnx.load(model_path, load_external_data=False)
+        except Exception as e:  # noqa: BLE001
+            res.update(status="compile-fail", cause="model does not load with onnx",
+                       detail=str(e)[:300])
+            return
+        bad = non_tensor_io(model)
+        if bad:
+            reason = "non-tensor graph input/output (%s)" % ", ".join(bad)
+    if reason:
+        res.update(status="skipped", cause=reason)
+        return
+    out_names = [o.name for o in model.graph.output]
+
+    tdir = os.path.join(workdir, re.sub(r"[^A-Za-z0-9_.-]", "_", t["id"]))
+    os.makedirs(tdir, exist_ok=True)
+    so = os.path.join(tdir, "model.so")
+    try:
+        cmd = [args.mcc, "compile", model_path, "-o", so, "--target", "cpu"]
+        try:
+            r = run_cmd(cmd, args.timeout)
+        except subprocess.TimeoutExpired:
+            res.update(status="timeout", cause="compile timed out after %ss" % args.timeout)
+            return
+        if r.returncode != 0 or not os.path.isfile(so):
+            line = first_error_line(r.stderr) or ("exit code %d" % r.returncode)
+            res.update(status="compile-fail", cause=normalize_cause(line), detail=line[:500])
+            return
+
+        sets = sorted(d for d in os.listdir(folder)
+                      if d.startswith("test_data_set_") and os.path.isdir(os.path.join(folder, d)))
+        if not sets:
+            res.update(status="skipped", cause="no test_data_set_* folder")
+            return
+        max_err = 0.0
+        for ds in sets:
+            ddir = os.path.join(folder, ds)
+            out_npz = os.path.join(tdir, ds + ".npz")
+            cmd = [args.mcc, "run", so, "--input", ddir, "--output", out_npz]
+            if args.threads:
+                cmd += ["--threads", str(args.threads)]
+            try:
+                r = run_cmd(cmd, args.timeout)
+            except subprocess.TimeoutExpired:
+                res.update(status="timeout", cause="run timed out after %ss" % args.timeout,
+                           data_set=ds)
+                return
+            if r.returncode != 0 or not os.path.isfile(out_npz):
+                line = first_error_line(r.stderr) or ("exit code %d" % r.returncode)
+                if r.returncode < 0:
+                    line = "crashed with signal %d" % -r.returncode + ("; " + line if r.stderr.strip() else "")
+                    cause = "run crashed (signal %d)" % -r.returncode
+                else:
+                    cause = normalize_cause(line)
+                res.update(status="run-fail", cause=cause, detail=line[:500], data_set=ds)
+                return
+            with np.load(out_npz, allow_pickle=False) as z:
+                got_all = {k: z[k] for k in z.files}
+            i = 0
+            while os.path.isfile(os.path.join(ddir, "output_%d.pb" % i)):
+                exp = load_pb(os.path.join(ddir, "output_%d.pb" % i))
+                name = out_names[i] if i < len(out_names) else None
+                if name is None or name not in got_all:
+                    res.update(status="run-fail", cause="missing output in npz",
+                               detail="output %d (%r) not in %s" % (i, name, sorted(got_all)),
+                               data_set=ds)
+                    return
+                diff = compare(got_all[name], exp, args.rtol, args.atol)
+                if diff is not None:
+                    why, err = diff
+                    cause = "values differ" if why.startswith("values differ") else re.sub(
+                        r"\[[^\]]*\]", "[…]", why)
+                    if why.startswith("NaN"):
+                        cause = "NaN positions differ"
+                    res.update(status="mismatch", cause=cause,
+                               detail="output %d '%s': %s%s" % (
+                                   i, name, why, "" if err is None else ", max abs err %.3g" % err),
+                               max_abs_err=err, data_set=ds)
+                    return
+                i += 1
+            if i == 0:
+                res.update(status="skipped", cause="no expected outputs")
+                return
+        res.update(status="pass")
+    finally:
+        if not args.keep:
+            shutil.rmtree(tdir, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------
+# Reporting
+# --------------------------------------------------------------------------
+
+STATUS_ORDER = ["pass", "compile-fail", "run-fail", "mismatch", "timeout", "skipped"]
+
+
+def summarize(results):
+    counts = collections.Counter(r["status"] for r in results)
+    considered = [r for r in results if r["status"] != "skipped"]
+    passed = counts["pass"]
+    total = len(considered)
+    pct = 100.0 * passed / total if total else 0.0
+    return counts, passed, total, pct
+
+
+def failure_groups(results):
+    groups = collections.defaultdict(list)
+    for r in results:
+        if r["status"] in ("pass", "skipped"):
+            continue
+        groups[(r["status"], r.get("cause", "?"))].append(r)
+    return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+
+
+def md_escape(s):
+    return str(s).replace("|", "\\|").replace("\n", " ")
+
+
+def write_markdown(path, results, args, suites_info, elapsed, command):
+    counts, passed, total, pct = summarize(results)
+    skipped = [r for r in results if r["status"] == "skipped"]
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    L = []
+    L.append("# Supported ONNX ops (backend node-test conformance)")
+    L.append("")
+    L.append("<!-- Generated file: do not edit by hand. -->")
+    L.append("Generated by `scripts/onnx_node_tests.py` on %s with:" % now)
+    L.append("")
+    L.append("```")
+    L.append(command)
+    L.append("```")
+    L.append("")
+    for s, n in suites_info:
+        L.append("- Suite: `%s` (%d test folders)" % (s, n))
+    if args.filter:
+        L.append("- Filter: `%s`" % args.filter)
+    L.append("- Target: `cpu`; runtime %.0f s with %d jobs" % (elapsed, args.jobs))
+    L.append("- Comparison: shapes and dtypes must match; floating outputs must have identical NaN "
+             "positions and satisfy `np.allclose(got, expected, rtol=%g, atol=%g)`; integer, "
+             "bool and string outputs must match exactly. Every `test_data_set_*` must pass."
+             % (args.rtol, args.atol))
+    L.append("")
+    L.append("**%d of %d tests pass (%.1f%%)**; %d tests excluded (training, sequence, optional "
+             "and non-tensor-I/O families; listed at the end)." % (passed, total, pct, len(skipped)))
+    L.append("")
+    L.append("| Result | Tests |")
+    L.append("|---|---|")
+    for st in STATUS_ORDER:
+        L.append("| %s | %d |" % (st, counts.get(st, 0)))
+    L.append("")
+
+    # Per-op table
+    L.append("## Per-op results")
+    L.append("")
+    L.append("The op type of a test is the `op_type` of the first non-`Constant` node of its model; "
+             "`*_expanded` tests (the op's function body) are counted under the op of their "
+             "non-expanded sibling. Excluded tests are not counted.")
+    L.append("")
+    per_op = collections.OrderedDict()
+    for r in sorted(results, key=lambda r: r["op_type"].lower()):
+        if r["status"] == "skipped":
+            continue
+        d = per_op.setdefault(r["op_type"], {"pass": 0, "total": 0, "failing": []})
+        d["total"] += 1
+        if r["status"] == "pass":
+            d["pass"] += 1
+        else:
+            d["failing"].append(r)
+    n_full = sum(1 for d in per_op.values() if d["pass"] == d["total"])
+    n_part = sum(1 for d in per_op.values() if 0 < d["pass"] < d["total"])
+    n_none = sum(1 for d in per_op.values() if d["pass"] == 0)
+    L.append("%d op types: %d ✅ all tests pass, %d partial, %d ❌ no test passes." %
+             (len(per_op), n_full, n_part, n_none))
+    L.append("")
+    L.append("| Op | Pass / total | Status | Main failure causes |")
+    L.append("|---|---|---|---|")
+    for op, d in per_op.items():
+        if d["pass"] == d["total"]:
+            st = "✅"
+        elif d["pass"] == 0:
+            st = "❌"
+        else:
+            st = "partial"
+        causes = collections.Counter("%s: %s" % (r["status"], r.get("cause", "?"))
+                                     for r in d["failing"])
+        cs = "; ".join("%s (%d)" % (c, n) if n > 1 else c for c, n in causes.most_common(3))
+        if len(causes) > 3:
+            cs += "; …"
+        L.append("| %s | %d / %d | %s | %s |" % (md_escape(op), d["pass"], d["total"], st,
+                                                  md_escape(cs)))
+    L.append("")
+
+    # Failures by cause
+    L.append("## Failures by cause")
+    L.append("")
+    groups = failure_groups(results)
+    L.append("%d failing tests in %d causes." % (sum(len(v) for _, v in groups), len(groups)))
+    L.append("")
+    for (status, cause), rs in groups:
+        L.append("### %s: %s (%d)" % (status, md_escape(cause), len(rs)))
+        L.append("")
+        for r in sorted(rs, key=lambda r: r["id"]):
+            extra = ""
+            if r["status"] == "mismatch" and r.get("detail"):
+                extra = " — %s" % r["detail"]
+            elif r.get("detail") and r["status"] != "compile-fail" and "crash" in r.get("cause", ""):
+                extra = " — %s" % r["detail"][:160]
+            L.append("- `%s`%s" % (r["id"], md_escape(extra)))
+        L.append("")
+
+    # Excluded
+    L.append("## Excluded tests")
+    L.append("")
+    L.append("Excluded by name (containing `sequence`, `optional`, `training`, `adagrad`, `adam`, "
+             "`momentum`, `gradient`) or because the model has a non-tensor (sequence, map, "
+             "optional) graph input or output. `*_expanded` variants are not excluded as such.")
+    L.append("")
+    by_reason = collections.defaultdict(list)
+    for r in skipped:
+        reason = r.get("cause", "?")
+        if reason.startswith("non-tensor"):
+            reason = "non-tensor graph input/output"
+        by_reason[reason].append(r["id"])
+    for reason in sorted(by_reason, key=lambda k: (-len(by_reason[k]), k)):
+        ids = sorted(by_reason[reason])
+        L.append("**%s** (%d): %s" % (md_escape(reason), len(ids), ", ".join("`%s`" % i for i in ids)))
+        L.append("")
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        f.write("\n".join(L).rstrip() + "\n")
+
+
+# --------------------------------------------------------------------------
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", action="append", help="test folder root (repeatable; default %s)"
+                    % DEFAULT_SUITE)
+    ap.add_argument("--mcc", default=os.environ.get("MCC", "build/tools/mcc/mcc"))
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="--threads passed to `mcc run` (0: mcc default, all cores)")
+    ap.add_argument("--timeout", type=float, default=60, help="seconds per compile / run")
+    ap.add_argument("--filter", help="regex over test names")
+    ap.add_argument("--json", help="write per-test results here")
+    ap.add_argument("--markdown", help="write the supported-ops document here")
+    ap.add_argument("--min-pass", type=int, default=None, help="exit 1 if fewer tests pass")
+    ap.add_argument("--workdir", help="scratch folder (default: a temp dir, removed at the end)")
+    ap.add_argument("--keep", action="store_true", help="keep per-test .so/.npz files")
+    ap.add_argument("--rtol", type=float, default=DEFAULT_RTOL)
+    ap.add_argument("--atol", type=float, default=DEFAULT_ATOL)
+    ap.add_argument("-q", "--quiet", action="store_true")
+    args = ap.parse_args()
+
+    suites = args.suite or [DEFAULT_SUITE]
+    for s in suites:
+        if not os.path.isdir(s):
+            sys.exit("no such suite folder: %s" % s)
+    if not (os.path.isfile(args.mcc) or shutil.which(args.mcc)):
+        time.sleep(5)  # the binary may be mid-rebuild
+        if not (os.path.isfile(args.mcc) or shutil.which(args.mcc)):
+            sys.exit("mcc not found: %s" % args.mcc)
+    if os.path.isfile(args.mcc):
+        args.mcc = os.path.abspath(args.mcc)
+
+    command = "python3 scripts/onnx_node_tests.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    tests = discover(suites, args.filter)
+    suites_info = [(s, sum(1 for t in tests if t["suite"] == s)) for s in suites]
+    own_workdir = args.workdir is None
+    workdir = args.workdir or tempfile.mkdtemp(prefix="mcc-node-tests-")
+    os.makedirs(workdir, exist_ok=True)
+
+    t0 = time.time()
+    results = []
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            futs = [pool.submit(run_test, t, args, workdir) for t in tests]
+            for n, fut in enumerate(concurrent.futures.as_completed(futs), 1):
+                r = fut.result()
+                results.append(r)
+                if not args.quiet:
+                    msg = r["status"] + ("" if r["status"] == "pass" else ": " + r.get("cause", ""))
+                    print("[%d/%d %.0fs] %s %s" % (n, len(tests), time.time() - t0, r["id"], msg),
+                          file=sys.stderr, flush=True)
+    finally:
+        if own_workdir and not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    elapsed = time.time() - t0
+    results.sort(key=lambda r: r["id"])
+
+    counts, passed, total, pct = summarize(results)
+    print("%d of %d tests pass (%.1f%%); %s; %.0f s" % (
+        passed, total, pct, ", ".join("%s %d" % (s, counts.get(s, 0)) for s in STATUS_ORDER),
+        elapsed))
+    groups = failure_groups(results)
+    for (status, cause), rs in groups[:10]:
+        print("  %4d  %s: %s" % (len(rs), status, cause))
+
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump({"command": command, "suites": dict(suites_info), "mcc": args.mcc,
+                       "rtol": args.rtol, "atol": args.atol, "elapsed_s": round(elapsed, 1),
+                       "summary": {"pass": passed, "considered": total, "percent": round(pct, 2),
+                                   "counts": dict(counts)},
+                       "results": results}, f, indent=1)
+    if args.markdown:
+        write_markdown(args.markdown, results, args, suites_info, elapsed, command)
+    if args.min_pass is not None and passed < args.min_pass:
+        print("FAIL: %d tests pass, fewer than --min-pass %d" % (passed, args.min_pass),
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
