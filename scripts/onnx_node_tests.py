@@ -174,9 +174,10 @@ def normalize_cause(line):
     m = re.search(r"unsupported op '([^']+)'", msg)
     if m:
         return "unsupported op %s" % m.group(1)
-    m = re.search(r"default-domain opset (\d+) is not supported", msg)
-    if m:
-        return "default-domain opset %s not supported" % m.group(1)
+    m = re.search(r"default-domain opset (\d+) is not supported(?: \(supported: ([^)]*)\))?", msg)
+    if m:  # one group for all old opsets; the number stays in the detail
+        return "default-domain opset not supported" + (
+            " (supported: %s)" % m.group(2) if m.group(2) else "")
     m = re.search(r"(?:unsupported|not supported)[^0-9]*(?:dtype|element type|data type)\s*(\d+)", msg)
     if m:
         return "unsupported dtype %s" % dtype_name(m.group(1))
@@ -194,14 +195,14 @@ def normalize_cause(line):
 # Running
 # --------------------------------------------------------------------------
 
-def run_cmd(cmd, timeout):
-    """subprocess.run with one retry if the binary is briefly missing/busy."""
+def run_cmd(cmd, timeout, env=None):
+    """subprocess.run with one retry if the binary is briefly missing/busy (mid-rebuild)."""
     for attempt in range(2):
         try:
             return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                                  errors="replace")
-        except (FileNotFoundError, PermissionError, OSError) as e:
-            if isinstance(e, subprocess.TimeoutExpired) or attempt == 1:
+                                  errors="replace", env=env)
+        except OSError:  # FileNotFoundError, "Text file busy", ...
+            if attempt == 1:
                 raise
             time.sleep(5)
     raise AssertionError("unreachable")
@@ -293,6 +294,11 @@ def _run_test(t, args, workdir, res):
     tdir = os.path.join(workdir, re.sub(r"[^A-Za-z0-9_.-]", "_", t["id"]))
     os.makedirs(tdir, exist_ok=True)
     so = os.path.join(tdir, "model.so")
+    run_env = None
+    if args.threads:
+        # Through the environment, not `mcc run --threads` (which currently fails
+        # with "no OpenMP runtime is loaded" because it is applied before the model loads).
+        run_env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
     try:
         cmd = [args.mcc, "compile", model_path, "-o", so, "--target", "cpu"]
         try:
@@ -315,10 +321,8 @@ def _run_test(t, args, workdir, res):
             ddir = os.path.join(folder, ds)
             out_npz = os.path.join(tdir, ds + ".npz")
             cmd = [args.mcc, "run", so, "--input", ddir, "--output", out_npz]
-            if args.threads:
-                cmd += ["--threads", str(args.threads)]
             try:
-                r = run_cmd(cmd, args.timeout)
+                r = run_cmd(cmd, args.timeout, env=run_env)
             except subprocess.TimeoutExpired:
                 res.update(status="timeout", cause="run timed out after %ss" % args.timeout,
                            data_set=ds)
@@ -517,7 +521,7 @@ def main():
     ap.add_argument("--mcc", default=os.environ.get("MCC", "build/tools/mcc/mcc"))
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1,
-                    help="--threads passed to `mcc run` (0: mcc default, all cores)")
+                    help="OMP_NUM_THREADS for `mcc run` (0: leave unset, all cores)")
     ap.add_argument("--timeout", type=float, default=60, help="seconds per compile / run")
     ap.add_argument("--filter", help="regex over test names")
     ap.add_argument("--json", help="write per-test results here")

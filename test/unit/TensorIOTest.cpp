@@ -1,0 +1,66 @@
+//===- TensorIOTest.cpp - .npz round trips and malformed files ------------===//
+
+#include "mcc/Support/TensorIO.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sys/stat.h>
+
+namespace {
+
+std::string workdir() {
+  const char *w = std::getenv("MCC_TEST_WORKDIR");
+  return w ? w : "/tmp";
+}
+
+TEST(TensorIOTest, NpzRoundTripKeepsNamesShapesAndBytes) {
+  mcc::HostTensor a{"a", MCC_FLOAT32, {2, 3}, {}};
+  a.data.resize(24);
+  for (size_t i = 0; i < 24; ++i)
+    a.data[i] = static_cast<uint8_t>(i * 7);
+  mcc::HostTensor b{"ids", MCC_INT64, {4}, std::vector<uint8_t>(32, 1)};
+  mcc::HostTensor s{"scalar", MCC_BOOL, {}, {1}};
+  std::string path = workdir() + "/roundtrip.npz", err;
+  ASSERT_TRUE(mcc::writeNpz(path, {a, b, s}, err)) << err;
+  std::vector<mcc::HostTensor> back;
+  ASSERT_TRUE(mcc::readNpz(path, back, err)) << err;
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(back[0].name, "a");
+  EXPECT_EQ(back[0].shape, a.shape);
+  EXPECT_EQ(back[0].data, a.data);
+  EXPECT_EQ(back[1].dtype, MCC_INT64);
+  EXPECT_EQ(back[2].shape.size(), 0u);
+  EXPECT_EQ(back[2].dtype, MCC_BOOL);
+}
+
+TEST(TensorIOTest, GarbageIsAnErrorNotACrash) {
+  std::string path = workdir() + "/garbage.npz", err;
+  std::ofstream(path) << "PK\x03\x04 not really a zip";
+  std::vector<mcc::HostTensor> out;
+  EXPECT_FALSE(mcc::readNpz(path, out, err));
+  EXPECT_NE(err.find("garbage.npz"), std::string::npos) << err;
+  EXPECT_FALSE(mcc::readNpz(workdir(), out, err));
+  EXPECT_NE(err.find("directory"), std::string::npos) << err;
+}
+
+TEST(TensorIOTest, FailedWriteLeavesNoFile) {
+  std::string path = workdir() + "/no/such/dir/out.npz", err;
+  mcc::HostTensor a{"a", MCC_FLOAT32, {1}, std::vector<uint8_t>(4, 0)};
+  EXPECT_FALSE(mcc::writeNpz(path, {a}, err));
+  struct stat st;
+  EXPECT_NE(stat(path.c_str(), &st), 0);
+}
+
+TEST(TensorIOTest, MissingInputNameIsReported) {
+  std::string path = workdir() + "/one.npz", err;
+  mcc::HostTensor a{"x", MCC_FLOAT32, {1}, std::vector<uint8_t>(4, 0)};
+  ASSERT_TRUE(mcc::writeNpz(path, {a}, err)) << err;
+  std::vector<mcc::HostTensor> in;
+  EXPECT_FALSE(mcc::readRunInputs(path, {"input_ids"}, in, err));
+  EXPECT_NE(err.find("no array named 'input_ids'"), std::string::npos) << err;
+  EXPECT_NE(err.find("x"), std::string::npos) << err;
+}
+
+} // namespace
