@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Bad input must give a clear message, a non-zero exit, no crash and no
+output file. Each case runs the real CLI and checks all four."""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--mcc", required=True)
+ap.add_argument("--mcc-run", required=True)
+ap.add_argument("--models", required=True)
+ap.add_argument("--workdir", required=True)
+args = ap.parse_args()
+
+W = args.workdir
+shutil.rmtree(W, ignore_errors=True)
+os.makedirs(W)
+failures = []
+results = []
+
+
+def check(name, cmd, expect, output):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    problems = []
+    if r.returncode == 0:
+        problems.append("exit code 0")
+    if r.returncode < 0 or r.returncode >= 128:
+        problems.append(f"crashed (status {r.returncode})")
+    if expect not in r.stderr:
+        problems.append(f"stderr lacks {expect!r}: {r.stderr.strip()!r}")
+    if output and os.path.exists(output):
+        problems.append(f"left an output file {output}")
+    folder = os.path.dirname(output) or "." if output else None
+    leftovers = [f for f in os.listdir(folder) if ".tmp." in f] \
+        if folder and os.path.isdir(folder) else []
+    if leftovers:
+        problems.append(f"left temporary files {leftovers}")
+    results.append((name, r.returncode, r.stderr.strip().splitlines()[0] if r.stderr.strip() else ""))
+    if problems:
+        failures.append((name, problems))
+
+
+def compile_cmd(model, out, *extra):
+    return [args.mcc, "compile", model, "-o", out, "--target", "cpu", *extra]
+
+
+def save(model, name, **kw):
+    path = os.path.join(W, name)
+    onnx.save(model, path, **kw)
+    return path
+
+
+def simple_model(nodes, inputs, outputs, inits=(), opset=17):
+    g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+
+
+out = os.path.join(W, "out.so")
+X = helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 4])
+Y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 4])
+
+# --- compile-time cases ---------------------------------------------------
+rng = np.random.default_rng(0)
+p = os.path.join(W, "random.onnx")
+open(p, "wb").write(rng.bytes(4096))
+check("random bytes", compile_cmd(p, out), "not a valid ONNX model", out)
+
+p = os.path.join(W, "empty.onnx")
+open(p, "wb").close()
+check("empty file", compile_cmd(p, out), "not a valid ONNX model", out)
+
+src = open(os.path.join(args.models, "resnet-ts", "model.onnx"), "rb").read()
+p = os.path.join(W, "truncated.onnx")
+open(p, "wb").write(src[: len(src) // 2])
+check("truncated file", compile_cmd(p, out, "--shape", "pixel_values=2x3x64x64"),
+      "not a valid ONNX model", out)
+
+check("directory", compile_cmd(W, out), "is a directory", out)
+check("missing file", compile_cmd(os.path.join(W, "nope.onnx"), out),
+      "cannot open", out)
+
+m = simple_model([helper.make_node("FrobnicateOp", ["X"], ["Y"], name="frob_1")], [X], [Y])
+check("unknown op", compile_cmd(save(m, "unknown.onnx"), out),
+      "node 'frob_1': unsupported op 'FrobnicateOp' (domain 'ai.onnx', opset 17)", out)
+
+m = simple_model([helper.make_node("Gelu", ["X"], ["Y"], name="ms_gelu", domain="com.microsoft")],
+                 [X], [Y])
+m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+check("unknown domain", compile_cmd(save(m, "domain.onnx"), out),
+      "op 'Gelu' of domain 'com.microsoft' is not supported", out)
+
+w = numpy_helper.from_array(np.zeros((4, 4), np.float32), "W")
+w.raw_data = w.raw_data[:40]
+m = simple_model([helper.make_node("MatMul", ["X", "W"], ["Y"])], [X], [Y], [w])
+check("initializer shorter than its shape", compile_cmd(save(m, "short.onnx"), out),
+      "tensor 'W' holds 40 bytes of data, its shape [4x4] of float32 needs 64", out)
+
+def external_model(location):
+    w = numpy_helper.from_array(np.ones((4, 4), np.float32), "W")
+    w.data_location = TensorProto.EXTERNAL
+    w.ClearField("raw_data")
+    e = w.external_data.add()
+    e.key, e.value = "location", location
+    return simple_model([helper.make_node("MatMul", ["X", "W"], ["Y"])], [X], [Y], [w])
+
+check("external data missing", compile_cmd(save(external_model("weights.bin"), "ext_missing.onnx"), out),
+      "external data file", out)
+open(os.path.join(os.path.dirname(W), "secret.bin"), "wb").write(np.ones(16, np.float32).tobytes())
+check("external data escaping the folder",
+      compile_cmd(save(external_model("../secret.bin"), "ext_escape.onnx"), out),
+      "points outside the model's folder", out)
+check("external data absolute path",
+      compile_cmd(save(external_model("/etc/passwd"), "ext_abs.onnx"), out),
+      "is an absolute path", out)
+
+Xs = helper.make_tensor_value_info("X", TensorProto.FLOAT, ["batch", 4])
+m = simple_model([helper.make_node("Relu", ["X"], ["Y"])], [Xs], [Y])
+check("unpinned symbolic dim", compile_cmd(save(m, "symbolic.onnx"), out),
+      "has symbolic dim 'batch' at axis 0", out)
+check("--shape for a non-input", compile_cmd(save(m, "symbolic2.onnx"), out, "--shape", "X=2x4", "--shape", "Z=2x4"),
+      "--shape names 'Z', which is not a graph input", out)
+check("--shape with wrong rank", compile_cmd(save(m, "symbolic3.onnx"), out, "--shape", "X=2x4x1"),
+      "gives 3 dims, the input has rank 2", out)
+m = simple_model([helper.make_node("Relu", ["X"], ["Y"])], [X], [Y], opset=9)
+check("unsupported opset", compile_cmd(save(m, "opset9.onnx"), out),
+      "opset 9 is not supported", out)
+
+# --- run-time cases -------------------------------------------------------
+good = os.path.join(W, "relu.so")
+m = simple_model([helper.make_node("Relu", ["X"], ["Y"])], [X], [Y])
+r = subprocess.run(compile_cmd(save(m, "relu.onnx"), good), capture_output=True, text=True)
+if r.returncode != 0:
+    failures.append(("compile a good model", [r.stderr]))
+else:
+    npz_out = os.path.join(W, "out.npz")
+    np.savez(os.path.join(W, "wrong_shape.npz"), X=np.ones((3, 4), np.float32))
+    np.savez(os.path.join(W, "wrong_dtype.npz"), X=np.ones((2, 4), np.float64))
+    np.savez(os.path.join(W, "wrong_name.npz"), input=np.ones((2, 4), np.float32))
+    np.savez(os.path.join(W, "good.npz"), X=np.ones((2, 4), np.float32))
+    for runner in (args.mcc, args.mcc_run):
+        tag = os.path.basename(runner)
+        base = [runner, "run"] if runner == args.mcc else [runner]
+        check(f"{tag}: wrong input shape",
+              base + [good, "--input", os.path.join(W, "wrong_shape.npz"), "--output", npz_out],
+              "input 0 ('X'): shape [3,4] given, the model expects [2,4]", npz_out)
+        check(f"{tag}: wrong input dtype",
+              base + [good, "--input", os.path.join(W, "wrong_dtype.npz"), "--output", npz_out],
+              "dtype float64 given, the model expects float32", npz_out)
+        check(f"{tag}: missing input name",
+              base + [good, "--input", os.path.join(W, "wrong_name.npz"), "--output", npz_out],
+              "no array named 'X'", npz_out)
+        check(f"{tag}: model is not an mcc .so",
+              base + ["/lib/x86_64-linux-gnu/libm.so.6", "--input", os.path.join(W, "wrong_name.npz"), "--output", npz_out],
+              "not an mcc model", npz_out)
+        check(f"{tag}: output folder missing",
+              base + [good, "--input", os.path.join(W, "good.npz"),
+                      "--output", os.path.join(W, "no", "dir", "o.npz")],
+              "cannot write", os.path.join(W, "no", "dir", "o.npz"))
+
+print(f"{'case':45} {'exit':>4}  message")
+for name, rc, msg in results:
+    print(f"{name:45} {rc:>4}  {msg[:110]}")
+for name, problems in failures:
+    print(f"FAIL {name}: {'; '.join(problems)}")
+print(f"{len(results) - len(failures)}/{len(results)} bad-input cases handled")
+sys.exit(1 if failures else 0)
