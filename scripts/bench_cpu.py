@@ -260,6 +260,11 @@ def main():
     work = args.workdir or tempfile.mkdtemp(prefix="mcc-bench-")
     os.makedirs(work, exist_ok=True)
     rt = Runtime(args.runtime_lib)
+    load1 = os.getloadavg()[0]
+    ncpu = os.cpu_count() or 1
+    print(f"load average {load1:.2f} on {ncpu} CPUs", flush=True)
+    if load1 > 0.5 * ncpu:
+        print("warning: the machine is busy; timings will be noisy", file=sys.stderr, flush=True)
 
     rows = []  # (model, threads, mcc_ms, ort_ms, err, note)
     for e in entries:
@@ -302,6 +307,9 @@ def main():
                     mcc_ms = time_calls(run_mcc, args.warmup, args.runs)
                 except Exception as ex:
                     note = (note + "; " if note else "") + f"mcc: {ex}"
+            # let the OpenMP workers of the mcc runs stop spinning (libomp
+            # KMP_BLOCKTIME, 200 ms by default) before ORT is timed
+            time.sleep(0.5)
             try:
                 sess = ort_session(ort, os.path.join(folder, "model.onnx"), t)
                 if ort_feeds is None:
@@ -330,7 +338,8 @@ def main():
     for name, t, m, o, r, err, note in rows:
         print(f"{name:22} {t:>7} {fmt_ms(m):>16} {fmt_ms(o):>16} {'-' if r is None else f'{r:.2f}':>14} "
               f"{fmt_err(err):>12}  {note}")
-    print(f"(warm-up {args.warmup}, {args.runs} timed runs per cell; ratio < 1 means mcc is faster)")
+    print(f"(warm-up {args.warmup}, {args.runs} timed runs per cell; ratio < 1 means mcc is faster; "
+          f"load average {load1:.2f} at start, {os.getloadavg()[0]:.2f} at end)")
 
     if args.markdown:
         lines = []

@@ -52,7 +52,7 @@ DEFAULT_ATOL = 1e-5
 
 # Excluded families, matched against the test folder name.
 EXCLUDE_PATTERNS = [
-    ("sequence", "sequence ops"),
+    ("sequence", "sequence ops"),  # except ReverseSequence (a tensor op)
     ("optional", "optional ops"),
     ("training", "training mode"),
     ("adagrad", "training op"),
@@ -67,7 +67,8 @@ EXCLUDE_PATTERNS = [
 # --------------------------------------------------------------------------
 
 def exclusion_reason_by_name(name):
-    low = name.lower()
+    # ReverseSequence is a plain tensor op, not part of the sequence family.
+    low = name.lower().replace("reversesequence", "reverse_seq")
     for pat, why in EXCLUDE_PATTERNS:
         if pat in low:
             return "%s (name contains '%s')" % (why, pat)
@@ -185,7 +186,12 @@ def normalize_cause(line):
         m = re.search(r"\b(float16|bfloat16|f16|bf16|string|complex\w*|float8\w*|int4|uint4|i4|ui4)\b",
                       msg, re.I)
         return "unsupported dtype" + (" " + m.group(1) if m else "")
-    # Generic: drop quoted identifiers and long numbers so similar messages group.
+    # Generic: drop quoted identifiers so similar messages group; keep the op name
+    # of MLIR verifier errors ("'math.ipowi' op ...").
+    m = re.match(r"'([a-z_]+\.[a-z_.]+)' op (.*)$", msg)
+    if m:
+        return "MLIR verifier: '%s' op %s" % (m.group(1), re.sub(r"'[^']*'", "'…'", m.group(2)))[:160]
+    msg = re.sub(r"\s*\('[^']*'\)", "", msg)  # input 1 ('axes') -> input 1
     msg = re.sub(r"'[^']*'", "'…'", msg)
     msg = re.sub(r'"[^"]*"', '"…"', msg)
     return msg[:160]
@@ -308,7 +314,12 @@ def _run_test(t, args, workdir, res):
             return
         if r.returncode != 0 or not os.path.isfile(so):
             line = first_error_line(r.stderr) or ("exit code %d" % r.returncode)
-            res.update(status="compile-fail", cause=normalize_cause(line), detail=line[:500])
+            cause = normalize_cause(line)
+            if r.returncode < 0:
+                cause = "compile crashed (signal %d)" % -r.returncode
+                line = "crashed with signal %d" % -r.returncode + (
+                    "; " + line if r.stderr.strip() else "")
+            res.update(status="compile-fail", cause=cause, detail=line[:500])
             return
 
         sets = sorted(d for d in os.listdir(folder)
@@ -483,7 +494,10 @@ def write_markdown(path, results, args, suites_info, elapsed, command):
         L.append("")
         for r in sorted(rs, key=lambda r: r["id"]):
             extra = ""
-            if r["status"] == "mismatch" and r.get("detail"):
+            m = re.search(r"default-domain opset (\d+)", r.get("detail", ""))
+            if m:
+                extra = " (opset %s)" % m.group(1)
+            elif r["status"] == "mismatch" and r.get("detail"):
                 extra = " — %s" % r["detail"]
             elif r.get("detail") and r["status"] != "compile-fail" and "crash" in r.get("cause", ""):
                 extra = " — %s" % r["detail"][:160]
@@ -493,7 +507,7 @@ def write_markdown(path, results, args, suites_info, elapsed, command):
     # Excluded
     L.append("## Excluded tests")
     L.append("")
-    L.append("Excluded by name (containing `sequence`, `optional`, `training`, `adagrad`, `adam`, "
+    L.append("Excluded by name (containing `sequence` (but not `reversesequence`), `optional`, `training`, `adagrad`, `adam`, "
              "`momentum`, `gradient`) or because the model has a non-tensor (sequence, map, "
              "optional) graph input or output. `*_expanded` variants are not excluded as such.")
     L.append("")

@@ -205,8 +205,21 @@ void registerElementwiseLowerings() {
     ElementwiseDef d;
     d.emit = [](OpBuilder &b, Location loc, ValueRange a, int32_t t) -> Value {
       Value x = a[0], y = a[1];
-      if (!isF(t))
-        return math::IPowIOp::create(b, loc, x, y);
+      if (!isF(t)) {
+        if (isa<IntegerType>(y.getType())) {
+          if (y.getType() != x.getType())
+            y = y.getType().getIntOrFloatBitWidth() < x.getType().getIntOrFloatBitWidth()
+                    ? (Value)arith::ExtSIOp::create(b, loc, x.getType(), y)
+                    : (Value)arith::TruncIOp::create(b, loc, x.getType(), y);
+          return math::IPowIOp::create(b, loc, x, y);
+        }
+        // Integer base, float exponent: compute in f64, truncate toward 0.
+        Type f64 = b.getF64Type();
+        Value xf = arith::SIToFPOp::create(b, loc, f64, x);
+        Value yf = y.getType().isF64() ? y : (Value)arith::ExtFOp::create(b, loc, f64, y);
+        return arith::FPToSIOp::create(b, loc, x.getType(),
+                                       math::PowFOp::create(b, loc, xf, yf));
+      }
       if (y.getType() != x.getType()) {
         if (isa<FloatType>(y.getType()))
           y = y.getType().getIntOrFloatBitWidth() <
@@ -750,6 +763,12 @@ void registerElementwiseLowerings() {
     }
     if (dynamicBounds)
       return n.fail("min/max must be known at compile time");
+    if (n.opset() < 11) {
+      if (n.hasAttr("min"))
+        lo = n.attrFloat("min", 0);
+      if (n.hasAttr("max"))
+        hi = n.attrFloat("max", 0);
+    }
     ElementwiseDef d;
     d.emit = [lo, hi](OpBuilder &b, Location loc, ValueRange a,
                       int32_t t) -> Value {

@@ -621,9 +621,134 @@ LogicalResult lowerGlobalPool(NodeLowering &n, bool isMax) {
   return success();
 }
 
+/// ArgMax/ArgMin: one reduction producing (best value, its index).
+LogicalResult lowerArgExtreme(NodeLowering &n, bool isMax) {
+  const Shape &in = n.shape(0);
+  int64_t rank = in.size();
+  int64_t axis = normalizeAxis(n.attrInt("axis", 0), rank);
+  if (axis < 0 || axis >= rank)
+    return n.fail("axis out of range");
+  bool keep = n.attrInt("keepdims", 1) != 0;
+  bool last = n.attrInt("select_last_index", 0) != 0;
+  int32_t dt = n.dtype(0);
+  bool fl = isFloatDType(dt);
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  MLIRContext *ctx = b.getContext();
+  Type et = n.elementType(dt);
+  Shape outShape;
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iters;
+  for (int64_t d = 0; d < rank; ++d) {
+    iters.push_back(d == axis ? utils::IteratorType::reduction
+                              : utils::IteratorType::parallel);
+    if (d != axis) {
+      outShape.push_back(in[d]);
+      outExprs.push_back(getAffineDimExpr(d, ctx));
+    }
+  }
+  TypedAttr worst;
+  if (fl)
+    worst = b.getFloatAttr(et, isMax ? -INFINITY : INFINITY);
+  else
+    worst = b.getIntegerAttr(
+        et, isMax ? APInt::getSignedMinValue(et.getIntOrFloatBitWidth())
+                  : APInt::getSignedMaxValue(et.getIntOrFloatBitWidth()));
+  Value bestInit = emitFilled(b, loc, outShape, worst);
+  Value idxInit = emitFilled(b, loc, outShape, b.getI64IntegerAttr(0));
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                 AffineMap::get(rank, 0, outExprs, ctx),
+                                 AffineMap::get(rank, 0, outExprs, ctx)};
+  auto op = linalg::GenericOp::create(
+      b, loc, TypeRange{bestInit.getType(), idxInit.getType()},
+      ValueRange{n.value(0)}, ValueRange{bestInit, idxInit}, maps, iters,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value x = a[0], best = a[1], bestIdx = a[2];
+        Value i = arith::IndexCastOp::create(
+            nb, l, nb.getI64Type(), linalg::IndexOp::create(nb, l, axis));
+        Value better;
+        if (fl) {
+          auto pred = isMax ? (last ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OGT)
+                            : (last ? arith::CmpFPredicate::OLE : arith::CmpFPredicate::OLT);
+          better = arith::CmpFOp::create(nb, l, pred, x, best);
+        } else {
+          auto pred = isMax ? (last ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sgt)
+                            : (last ? arith::CmpIPredicate::sle : arith::CmpIPredicate::slt);
+          better = arith::CmpIOp::create(nb, l, pred, x, best);
+        }
+        // The first element always wins, so an all-NaN or all-extreme
+        // row still yields a valid index.
+        Value first = arith::CmpIOp::create(
+            nb, l, arith::CmpIPredicate::eq, i,
+            arith::ConstantIntOp::create(nb, l, nb.getI64Type(), 0));
+        better = arith::OrIOp::create(nb, l, better, first);
+        linalg::YieldOp::create(
+            nb, l,
+            ValueRange{arith::SelectOp::create(nb, l, better, x, best),
+                       arith::SelectOp::create(nb, l, better, i, bestIdx)});
+      });
+  Value r = op.getResult(1);
+  if (keep) {
+    Shape kept = in;
+    kept[axis] = 1;
+    r = emitReshape(b, loc, r, kept);
+  }
+  n.setOutput(0, r, kInt64);
+  return success();
+}
+
+/// CumSum as a masked reduction over a second copy of the axis: O(n^2) in
+/// the axis length, which the models this serves keep short.
+LogicalResult lowerCumSum(NodeLowering &n) {
+  if (!n.isLiteral(1))
+    return n.fail("axis must be known at compile time");
+  const Shape &in = n.shape(0);
+  int64_t rank = in.size();
+  int64_t axis = normalizeAxis(n.literal(1).getI(0), rank);
+  if (axis < 0 || axis >= rank)
+    return n.fail("axis out of range");
+  bool exclusive = n.attrInt("exclusive", 0) != 0;
+  bool reverse = n.attrInt("reverse", 0) != 0;
+  int32_t dt = n.dtype(0);
+  bool fl = isFloatDType(dt);
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  MLIRContext *ctx = b.getContext();
+  Type et = n.elementType(dt);
+  SmallVector<AffineExpr> inExprs, outExprs;
+  for (int64_t d = 0; d < rank; ++d) {
+    outExprs.push_back(getAffineDimExpr(d, ctx));
+    inExprs.push_back(getAffineDimExpr(d == axis ? rank : d, ctx));
+  }
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  iters.push_back(utils::IteratorType::reduction);
+  Value init = emitFilled(b, loc, in, zeroAttr(b, et));
+  SmallVector<AffineMap> maps = {AffineMap::get(rank + 1, 0, inExprs, ctx),
+                                 AffineMap::get(rank + 1, 0, outExprs, ctx)};
+  auto op = linalg::GenericOp::create(
+      b, loc, init.getType(), ValueRange{n.value(0)}, ValueRange{init}, maps,
+      iters, [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value i = linalg::IndexOp::create(nb, l, axis);
+        Value j = linalg::IndexOp::create(nb, l, rank);
+        arith::CmpIPredicate pred =
+            reverse ? (exclusive ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::uge)
+                    : (exclusive ? arith::CmpIPredicate::ult : arith::CmpIPredicate::ule);
+        Value take = arith::CmpIOp::create(nb, l, pred, j, i);
+        Value sum = fl ? (Value)arith::AddFOp::create(nb, l, a[1], a[0])
+                       : (Value)arith::AddIOp::create(nb, l, a[1], a[0]);
+        linalg::YieldOp::create(
+            nb, l, arith::SelectOp::create(nb, l, take, sum, a[1]).getResult());
+      });
+  n.setOutput(0, op.getResult(0), dt);
+  return success();
+}
+
 } // namespace
 
 void registerLinalgLowerings() {
+  opLowerings()["ArgMax"] = [](NodeLowering &n) { return lowerArgExtreme(n, true); };
+  opLowerings()["ArgMin"] = [](NodeLowering &n) { return lowerArgExtreme(n, false); };
+  opLowerings()["CumSum"] = lowerCumSum;
   auto &t = opLowerings();
   t["MatMul"] = lowerMatMul;
   t["Gemm"] = lowerGemm;

@@ -29,15 +29,25 @@ Value maxF(OpBuilder &b, Location l, ValueRange v) {
 LogicalResult lowerSoftmax(NodeLowering &n, bool logSoftmax) {
   if (!isFloatDType(n.dtype(0)))
     return n.fail("input must be floating point");
-  const Shape &in = n.shape(0);
-  int64_t rank = in.size();
-  int64_t axis = normalizeAxis(n.attrInt("axis", -1), rank);
-  if (axis < 0 || axis >= rank)
+  const Shape &origShape = n.shape(0);
+  int64_t origRank = origShape.size();
+  int64_t axis = normalizeAxis(n.attrInt("axis", n.opset() < 13 ? 1 : -1), origRank);
+  if (axis < 0 || axis >= origRank)
     return n.fail("axis out of range");
   OpBuilder &b = n.builder();
   Location loc = n.loc();
   Type et = n.elementType(n.dtype(0));
   Value x = n.value(0);
+  Shape in = origShape;
+  if (n.opset() < 13) {
+    // Before opset 13 the input is coerced to 2-D at `axis`.
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < origRank; ++d)
+      (d < axis ? outer : inner) *= origShape[d];
+    in = {outer, inner};
+    x = emitReshape(b, loc, x, in);
+    axis = 1;
+  }
   Value mx = emitReduction(b, loc, x, {axis}, true, b.getFloatAttr(et, -INFINITY), maxF);
   Value e = emitElementwise(b, loc, ValueRange{x, mx}, et, in,
                             [](OpBuilder &nb, Location l, ValueRange v) {
@@ -58,7 +68,7 @@ LogicalResult lowerSoftmax(NodeLowering &n, bool logSoftmax) {
                         [](OpBuilder &nb, Location l, ValueRange v) {
                           return (Value)arith::DivFOp::create(nb, l, v[0], v[1]);
                         });
-  n.setOutput(0, r, n.dtype(0));
+  n.setOutput(0, emitReshape(b, loc, r, origShape), n.dtype(0));
   return success();
 }
 
@@ -296,9 +306,75 @@ LogicalResult lowerGatherND(NodeLowering &n) {
   return success();
 }
 
+/// Hardmax: 1 at the first maximum along the axis, 0 elsewhere.
+LogicalResult lowerHardmax(NodeLowering &n) {
+  const Shape &orig = n.shape(0);
+  int64_t rank = orig.size();
+  int64_t axis = normalizeAxis(n.attrInt("axis", n.opset() < 13 ? 1 : -1), rank);
+  if (axis < 0 || axis >= rank)
+    return n.fail("axis out of range");
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Type et = n.elementType(n.dtype(0));
+  Value x = n.value(0);
+  Shape in = orig;
+  if (n.opset() < 13) {
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < rank; ++d)
+      (d < axis ? outer : inner) *= orig[d];
+    in = {outer, inner};
+    x = emitReshape(b, loc, x, in);
+    axis = 1;
+  }
+  int64_t r = in.size();
+  MLIRContext *ctx = b.getContext();
+  // First index of the maximum: reduce (max, argmax), then compare indices.
+  Shape red;
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iters;
+  for (int64_t d = 0; d < r; ++d) {
+    iters.push_back(d == axis ? utils::IteratorType::reduction : utils::IteratorType::parallel);
+    red.push_back(d == axis ? 1 : in[d]);
+    outExprs.push_back(d == axis ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(d, ctx));
+  }
+  Value best = emitFilled(b, loc, red, b.getFloatAttr(et, -INFINITY));
+  Value bestIdx = emitFilled(b, loc, red, b.getIndexAttr(0));
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(r, ctx),
+                                 AffineMap::get(r, 0, outExprs, ctx),
+                                 AffineMap::get(r, 0, outExprs, ctx)};
+  auto op = linalg::GenericOp::create(
+      b, loc, TypeRange{best.getType(), bestIdx.getType()}, ValueRange{x},
+      ValueRange{best, bestIdx}, maps, iters, [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value i = linalg::IndexOp::create(nb, l, axis);
+        Value gt = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT, a[0], a[1]);
+        Value first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, i,
+                                            arith::ConstantIndexOp::create(nb, l, 0));
+        gt = arith::OrIOp::create(nb, l, gt, first);
+        linalg::YieldOp::create(nb, l, ValueRange{arith::SelectOp::create(nb, l, gt, a[0], a[1]),
+                                                  arith::SelectOp::create(nb, l, gt, i, a[2])});
+      });
+  Value idx = op.getResult(1);
+  Value empty = tensor::EmptyOp::create(b, loc, in, et);
+  SmallVector<AffineMap> maps2 = {AffineMap::get(r, 0, outExprs, ctx),
+                                  AffineMap::getMultiDimIdentityMap(r, ctx)};
+  SmallVector<utils::IteratorType> par(r, utils::IteratorType::parallel);
+  auto out = linalg::GenericOp::create(
+      b, loc, empty.getType(), ValueRange{idx}, ValueRange{empty}, maps2, par,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value i = linalg::IndexOp::create(nb, l, axis);
+        Value eq = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, i, a[0]);
+        linalg::YieldOp::create(nb, l, arith::SelectOp::create(
+                                           nb, l, eq, scalarConstant(nb, l, et, 1.0),
+                                           scalarConstant(nb, l, et, 0.0)).getResult());
+      });
+  n.setOutput(0, emitReshape(b, loc, out.getResult(0), orig), n.dtype(0));
+  return success();
+}
+
 } // namespace
 
 void registerNormalizationLowerings() {
+  opLowerings()["Hardmax"] = lowerHardmax;
   auto &t = opLowerings();
   t["Softmax"] = [](NodeLowering &n) { return lowerSoftmax(n, false); };
   t["LogSoftmax"] = [](NodeLowering &n) { return lowerSoftmax(n, true); };

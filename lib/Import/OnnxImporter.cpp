@@ -43,6 +43,8 @@ static void ensureRegistered() {
     registerShapeLowerings();
     registerLinalgLowerings();
     registerNormalizationLowerings();
+    registerResizeLowerings();
+    registerLossLowerings();
     return true;
   }();
   (void)done;
@@ -430,6 +432,14 @@ LogicalResult GraphLowering::lowerNode(const onnx::NodeProto &node,
   return success();
 }
 
+static bool isSplat(const Literal &l) {
+  size_t es = dtypeSize(l.dtype());
+  for (int64_t i = 1; i < l.size(); ++i)
+    if (std::memcmp(l.data(), l.data() + i * es, es) != 0)
+      return false;
+  return l.size() > 0;
+}
+
 FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
   ensureRegistered();
   int64_t opset = -1;
@@ -440,9 +450,9 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
     emitError(fileLoc()) << "model imports no default-domain opset";
     return failure();
   }
-  if (opset < 13 || opset > 23) {
+  if (opset < 7 || opset > 23) {
     emitError(fileLoc()) << "default-domain opset " << opset
-                         << " is not supported (supported: 13 to 23)";
+                         << " is not supported (supported: 7 to 23)";
     return failure();
   }
   result.opsetVersion = opset;
@@ -480,7 +490,20 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
       return failure();
     }
     Location loc = NameLoc::get(builder.getStringAttr(out.name()));
-    Value t = materialize(*v, loc);
+    Value t;
+    if (v->literal && !v->tensor && isSplat(*v->literal)) {
+      // A constant output is a fill: no copy out of a constant tensor.
+      GraphValue scalar;
+      scalar.dtype = v->dtype;
+      scalar.literal = v->literal->gather({}, [](const int64_t *) { return 0; });
+      Value c = materialize(scalar, loc);
+      Value elem = tensor::ExtractOp::create(builder, loc, c, ValueRange{});
+      Value empty = tensor::EmptyOp::create(builder, loc, v->shape,
+                                            elementType(v->dtype));
+      t = linalg::FillOp::create(builder, loc, elem, empty).getResult(0);
+    } else {
+      t = materialize(*v, loc);
+    }
     // A graph output may alias an input or weight; the function must return
     // a fresh tensor so the caller's output buffer is written.
     if (isa<BlockArgument>(t) || t.getDefiningOp<arith::ConstantOp>()) {

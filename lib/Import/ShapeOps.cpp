@@ -259,20 +259,31 @@ LogicalResult lowerSlice(NodeLowering &n) {
   const Shape &in = n.shape(0);
   int64_t rank = in.size();
   std::vector<int64_t> starts, ends, axes, steps;
-  for (size_t i = 1; i < 5; ++i)
-    if (n.hasInput(i) && !n.isLiteral(i))
-      return n.fail("starts/ends/axes/steps must be known at compile time");
-  starts = n.literal(1).toInts();
-  ends = n.literal(2).toInts();
-  if (n.hasInput(3))
-    axes = n.literal(3).toInts();
-  else
-    for (size_t i = 0; i < starts.size(); ++i)
-      axes.push_back(i);
-  if (n.hasInput(4))
-    steps = n.literal(4).toInts();
-  else
+  if (n.opset() < 10) {
+    // Slice-1: starts/ends/axes are attributes, steps are 1.
+    starts = n.attrInts("starts");
+    ends = n.attrInts("ends");
+    axes = n.attrInts("axes");
+    if (axes.empty())
+      for (size_t i = 0; i < starts.size(); ++i)
+        axes.push_back(i);
     steps.assign(starts.size(), 1);
+  } else {
+    for (size_t i = 1; i < 5; ++i)
+      if (n.hasInput(i) && !n.isLiteral(i))
+        return n.fail("starts/ends/axes/steps must be known at compile time");
+    starts = n.literal(1).toInts();
+    ends = n.literal(2).toInts();
+    if (n.hasInput(3))
+      axes = n.literal(3).toInts();
+    else
+      for (size_t i = 0; i < starts.size(); ++i)
+        axes.push_back(i);
+    if (n.hasInput(4))
+      steps = n.literal(4).toInts();
+    else
+      steps.assign(starts.size(), 1);
+  }
   if (ends.size() != starts.size() || axes.size() != starts.size() ||
       steps.size() != starts.size())
     return n.fail("starts, ends, axes and steps differ in length");
@@ -654,7 +665,7 @@ LogicalResult lowerPad(NodeLowering &n) {
     lo[axes[k]] = padsIn[k];
     hi[axes[k]] = padsIn[k + axes.size()];
   }
-  double padValue = 0;
+  double padValue = n.attrFloat("value", 0.0f); // Pad-2's attribute form
   if (n.hasInput(2)) {
     if (!n.isLiteral(2))
       return n.fail("constant_value must be known at compile time");
@@ -822,9 +833,88 @@ LogicalResult lowerTrilu(NodeLowering &n) {
   return success();
 }
 
+LogicalResult lowerGatherElements(NodeLowering &n) {
+  const Shape &data = n.shape(0), &idx = n.shape(1);
+  int64_t rank = data.size();
+  if (static_cast<int64_t>(idx.size()) != rank)
+    return n.fail("indices must have the rank of data");
+  int64_t axis = normalizeAxis(n.attrInt("axis", 0), rank);
+  if (axis < 0 || axis >= rank)
+    return n.fail("axis out of range");
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Value dataV = n.value(0);
+  int64_t dim = data[axis];
+  Value empty = tensor::EmptyOp::create(b, loc, idx, n.elementType(n.dtype(0)));
+  SmallVector<AffineMap> maps(2, AffineMap::getMultiDimIdentityMap(rank, b.getContext()));
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  auto op = linalg::GenericOp::create(
+      b, loc, empty.getType(), ValueRange{n.value(1)}, ValueRange{empty}, maps, iters,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        SmallVector<Value> at;
+        for (int64_t d = 0; d < rank; ++d) {
+          if (d != axis) {
+            at.push_back(linalg::IndexOp::create(nb, l, d));
+            continue;
+          }
+          Value iv = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
+          Value zero = arith::ConstantIndexOp::create(nb, l, 0);
+          Value dimV = arith::ConstantIndexOp::create(nb, l, dim);
+          Value neg = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, iv, zero);
+          iv = arith::SelectOp::create(nb, l, neg, arith::AddIOp::create(nb, l, iv, dimV), iv);
+          iv = arith::MinSIOp::create(nb, l, arith::MaxSIOp::create(nb, l, iv, zero),
+                                      arith::ConstantIndexOp::create(nb, l, dim - 1));
+          at.push_back(iv);
+        }
+        linalg::YieldOp::create(nb, l, tensor::ExtractOp::create(nb, l, dataV, at).getResult());
+      });
+  n.setOutput(0, op.getResult(0), n.dtype(0));
+  return success();
+}
+
+/// DepthToSpace and SpaceToDepth are a reshape, a transpose and a reshape.
+LogicalResult lowerDepthSpace(NodeLowering &n, bool toSpace) {
+  const Shape &in = n.shape(0);
+  if (in.size() != 4)
+    return n.fail("input must be 4-D");
+  int64_t bs = n.attrInt("blocksize", 0);
+  if (bs <= 0)
+    return n.fail("blocksize must be positive");
+  int64_t N = in[0], C = in[1], H = in[2], W = in[3];
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Value x = n.value(0);
+  Value r;
+  if (toSpace) {
+    if (C % (bs * bs))
+      return n.fail("channels not divisible by blocksize^2");
+    bool crd = n.attrString("mode", "DCR") == "CRD";
+    int64_t c = C / (bs * bs);
+    if (crd) {
+      x = emitReshape(b, loc, x, {N, c, bs, bs, H, W});
+      x = emitTranspose(b, loc, x, {0, 1, 4, 2, 5, 3});
+    } else {
+      x = emitReshape(b, loc, x, {N, bs, bs, c, H, W});
+      x = emitTranspose(b, loc, x, {0, 3, 4, 1, 5, 2});
+    }
+    r = emitReshape(b, loc, x, {N, c, H * bs, W * bs});
+  } else {
+    if (H % bs || W % bs)
+      return n.fail("spatial dims not divisible by blocksize");
+    x = emitReshape(b, loc, x, {N, C, H / bs, bs, W / bs, bs});
+    x = emitTranspose(b, loc, x, {0, 3, 5, 1, 2, 4});
+    r = emitReshape(b, loc, x, {N, C * bs * bs, H / bs, W / bs});
+  }
+  n.setOutput(0, r, n.dtype(0));
+  return success();
+}
+
 } // namespace
 
 void registerShapeLowerings() {
+  opLowerings()["GatherElements"] = lowerGatherElements;
+  opLowerings()["DepthToSpace"] = [](NodeLowering &n) { return lowerDepthSpace(n, true); };
+  opLowerings()["SpaceToDepth"] = [](NodeLowering &n) { return lowerDepthSpace(n, false); };
   auto &t = opLowerings();
   t["Identity"] = [](NodeLowering &n) {
     forward(n, 0, 0);

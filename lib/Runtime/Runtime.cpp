@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +32,14 @@ struct mcc_model {
 namespace {
 
 thread_local std::string lastError;
+
+// Models link LLVM's OpenMP runtime, loaded privately with each model; its
+// thread-count setters are found through the first model's handle so the
+// runtime itself needs no OpenMP.
+using SetThreadsFn = void (*)(int);
+using GetProcsFn = int (*)(void);
+std::atomic<SetThreadsFn> ompSetNumThreads{nullptr};
+std::atomic<GetProcsFn> ompGetNumProcs{nullptr};
 
 mcc_status fail(mcc_status status, const char *fmt, ...) {
   char buf[1024];
@@ -250,6 +259,18 @@ MCC_API mcc_status mcc_model_load(const char *path, mcc_model **outModel) {
     dlclose(handle);
     return s;
   }
+  if (!ompSetNumThreads.load()) {
+    ompSetNumThreads = reinterpret_cast<SetThreadsFn>(
+        dlsym(handle, "omp_set_num_threads"));
+    ompGetNumProcs =
+        reinterpret_cast<GetProcsFn>(dlsym(handle, "omp_get_num_procs"));
+    // Pin the OpenMP library so the cached pointers outlive this model.
+    Dl_info info;
+    if (ompSetNumThreads.load() &&
+        dladdr(reinterpret_cast<void *>(ompSetNumThreads.load()), &info) &&
+        info.dli_fname)
+      dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  }
   auto *m = new (std::nothrow) mcc_model;
   if (!m) {
     dlclose(handle);
@@ -313,24 +334,12 @@ MCC_API mcc_status mcc_set_num_threads(int numThreads) {
   if (numThreads < 0)
     return fail(MCC_ERROR_INVALID_ARGUMENT, "thread count %d is negative",
                 numThreads);
-  // Models link the LLVM OpenMP runtime; find it through the global scope
-  // so the runtime itself stays free of an OpenMP dependency.
-  using SetFn = void (*)(int);
-  auto set = reinterpret_cast<SetFn>(dlsym(RTLD_DEFAULT,
-                                           "omp_set_num_threads"));
-  if (!set) {
-    void *omp = dlopen("libomp.so.5", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
-    if (!omp)
-      omp = dlopen("libomp.so", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
-    if (omp)
-      set = reinterpret_cast<SetFn>(dlsym(omp, "omp_set_num_threads"));
-  }
+  SetThreadsFn set = ompSetNumThreads.load();
   if (!set)
     return fail(MCC_ERROR_RUN,
-                "no OpenMP runtime is loaded; load a model first");
+                "no OpenMP runtime is loaded yet; load a model first");
   if (numThreads == 0) {
-    using GetFn = int (*)(void);
-    auto procs = reinterpret_cast<GetFn>(dlsym(RTLD_DEFAULT, "omp_get_num_procs"));
+    GetProcsFn procs = ompGetNumProcs.load();
     numThreads = procs ? procs() : 1;
   }
   set(numThreads);

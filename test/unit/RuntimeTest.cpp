@@ -134,6 +134,22 @@ TEST_F(RuntimeTest, ConcurrentRunsFromManyThreadsAgree) {
   }
 }
 
+TEST_F(RuntimeTest, ThreadCountCanBeSetAndResultsDoNotChange) {
+  mcc_tensor in = tensorOf(inputs[0]);
+  std::vector<float> one(reference[0].numElements()),
+      two(reference[0].numElements());
+  mcc_tensor o{one.data(), MCC_FLOAT32, 2, {2, 10}};
+  ASSERT_EQ(mcc_set_num_threads(1), MCC_OK) << mcc_last_error();
+  ASSERT_EQ(mcc_run(model, &in, 1, &o, 1), MCC_OK) << mcc_last_error();
+  ASSERT_EQ(mcc_set_num_threads(2), MCC_OK) << mcc_last_error();
+  o.data = two.data();
+  ASSERT_EQ(mcc_run(model, &in, 1, &o, 1), MCC_OK) << mcc_last_error();
+  EXPECT_LE(relError(one.data()), 1e-4);
+  EXPECT_LE(relError(two.data()), 1e-4);
+  EXPECT_EQ(mcc_set_num_threads(-1), MCC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(mcc_set_num_threads(0), MCC_OK);
+}
+
 TEST_F(RuntimeTest, RejectsWrongShape) {
   mcc_tensor in = tensorOf(inputs[0]);
   in.shape[2] = 32;

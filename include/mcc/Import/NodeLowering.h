@@ -107,6 +107,8 @@ void registerElementwiseLowerings();
 void registerShapeLowerings();
 void registerLinalgLowerings();
 void registerNormalizationLowerings();
+void registerResizeLowerings();
+void registerLossLowerings();
 
 //===--- IR helpers shared by op lowerings ---------------------------------===//
 
