@@ -21,7 +21,7 @@ struct StageText {
 
 const StageText kCpuStages[] = {
     {"mcc-cpu-fuse", "canonicalize and fuse elementwise producers/consumers",
-     "canonicalize,cse,linalg-fuse-elementwise-ops,canonicalize,cse"},
+     "canonicalize,cse,func.func(mcc-fuse-elementwise),canonicalize,cse"},
     {"mcc-cpu-tile",
      "tile ops into parallel scf.forall tiles; reorder contraction loops",
      "func.func(mcc-tile-for-cpu),canonicalize,cse,"

@@ -5,6 +5,24 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FuseElementwiseWithoutRecompute
+    : Pass<"mcc-fuse-elementwise", "mlir::func::FuncOp"> {
+  let summary = "Fuse elementwise producers where no element is computed twice";
+  let description = [{
+    Upstream's linalg-fuse-elementwise-ops fuses any single-use producer,
+    also into a consumer that reads each producer element many times (the
+    A operand of a matmul reads row m once per column n): GELU before a
+    matmul was then evaluated N times per element. Here a producer is fused
+    only when the consumer's indexing map for it is a permutation of all the
+    consumer's loops. Reshapes are folded by expansion only around
+    linalg.generic ops, so named contractions (matmul, batch_matmul, conv)
+    stay named for the tiling and interchange passes.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect",
+                           "mlir::affine::AffineDialect"];
+}
+
 def TileForCpu : Pass<"mcc-tile-for-cpu", "mlir::func::FuncOp"> {
   let summary = "Tile linalg ops' parallel loops into scf.forall for threads";
   let description = [{
