@@ -254,7 +254,14 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
     llvm::FunctionAnalysisManager fam;
     llvm::CGSCCAnalysisManager cgam;
     llvm::ModuleAnalysisManager mam;
-    llvm::PassBuilder pb(tm.get());
+    // Full unrolling of short constant-trip inner loops runs before the
+    // loop vectorizer and leaves it the next loop out, which is strided
+    // (gathers). Unroll only what vectorization leaves.
+    llvm::PipelineTuningOptions tuning;
+    tuning.LoopUnrolling = false;
+    tuning.LoopVectorization = true;
+    tuning.SLPVectorization = true;
+    llvm::PassBuilder pb(tm.get(), tuning);
     pb.registerModuleAnalyses(mam);
     pb.registerCGSCCAnalyses(cgam);
     pb.registerFunctionAnalyses(fam);
