@@ -37,6 +37,7 @@ def main():
     ap.add_argument("--only", nargs="*", help="entry names to run")
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--workdir", default=None)
+    ap.add_argument("--cpu", default=None, help="pass --cpu to mcc compile (e.g. x86-64-v3)")
     args = ap.parse_args()
 
     with open(os.path.join(args.models, "manifest.json")) as f:
@@ -54,6 +55,8 @@ def main():
         out = os.path.join(work, name + ".out.npz")
         cmd = [args.mcc, "compile", os.path.join(folder, "model.onnx"), "-o", so,
                "--target", "cpu"]
+        if args.cpu:
+            cmd += ["--cpu", args.cpu]
         for inp, spec in e["inputs"].items():
             cmd += ["--shape", inp + "=" + "x".join(str(d) for d in spec["shape"])]
         t0 = time.time()

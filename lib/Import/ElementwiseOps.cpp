@@ -761,8 +761,31 @@ void registerElementwiseLowerings() {
       }
       (i == 1 ? lo : hi) = n.literal(i).getAsDouble(0);
     }
-    if (dynamicBounds)
-      return n.fail("min/max must be known at compile time");
+    if (dynamicBounds) {
+      // Bounds computed at run time: scalar tensors broadcast in.
+      bool hasMin = n.hasInput(1), hasMax = n.hasInput(2);
+      ElementwiseDef d;
+      d.emit = [hasMin, hasMax](OpBuilder &b, Location loc, ValueRange a,
+                                int32_t t) -> Value {
+        Value x = a[0];
+        size_t k = 1;
+        if (hasMin)
+          x = selectMax(b, loc, x, a[k++], t);
+        if (hasMax)
+          x = selectMin(b, loc, x, a[k], t);
+        return x;
+      };
+      d.eval = [hasMin, hasMax](const std::vector<double> &v) {
+        double x = v[0];
+        size_t k = 1;
+        if (hasMin)
+          x = std::max(x, v[k++]);
+        if (hasMax)
+          x = std::min(x, v[k]);
+        return x;
+      };
+      return lowerElementwise(n, d);
+    }
     if (n.opset() < 11) {
       if (n.hasAttr("min"))
         lo = n.attrFloat("min", 0);
@@ -789,6 +812,47 @@ void registerElementwiseLowerings() {
     };
     return lowerElementwise(n, d, 0, 1);
   };
+  registerWithAttrs("Shrink", [](NodeLowering &n) {
+    double lambd = n.attrFloat("lambd", 0.5f), bias = n.attrFloat("bias", 0.0f);
+    ElementwiseDef d;
+    d.emit = [lambd, bias](OpBuilder &b, Location loc, ValueRange a,
+                           int32_t t) -> Value {
+      Value x = a[0];
+      if (!isF(t)) {
+        Type f = b.getF64Type();
+        Value xf = arith::SIToFPOp::create(b, loc, f, x);
+        Value lo = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, xf, cst(b, loc, xf, -lambd));
+        Value hi = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, xf, cst(b, loc, xf, lambd));
+        Value r = arith::SelectOp::create(b, loc, lo, arith::AddFOp::create(b, loc, xf, cst(b, loc, xf, bias)),
+                                          arith::SelectOp::create(b, loc, hi, arith::SubFOp::create(b, loc, xf, cst(b, loc, xf, bias)), cst(b, loc, xf, 0.0)));
+        return arith::FPToSIOp::create(b, loc, x.getType(), r);
+      }
+      Value lo = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, cst(b, loc, x, -lambd));
+      Value hi = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, cst(b, loc, x, lambd));
+      return arith::SelectOp::create(
+          b, loc, lo, arith::AddFOp::create(b, loc, x, cst(b, loc, x, bias)),
+          arith::SelectOp::create(b, loc, hi, arith::SubFOp::create(b, loc, x, cst(b, loc, x, bias)),
+                                  cst(b, loc, x, 0.0)));
+    };
+    d.eval = [lambd, bias](const std::vector<double> &v) {
+      return v[0] < -lambd ? v[0] + bias : v[0] > lambd ? v[0] - bias : 0.0;
+    };
+    return d;
+  });
+  registerWithAttrs("BitShift", [](NodeLowering &n) {
+    bool left = n.attrString("direction", "LEFT") == "LEFT";
+    ElementwiseDef d;
+    d.emit = [left](OpBuilder &b, Location loc, ValueRange a, int32_t) -> Value {
+      if (left)
+        return arith::ShLIOp::create(b, loc, a[0], a[1]);
+      return arith::ShRUIOp::create(b, loc, a[0], a[1]);
+    };
+    d.eval = [left](const std::vector<double> &v) {
+      uint64_t x = static_cast<uint64_t>(v[0]), s = static_cast<uint64_t>(v[1]);
+      return static_cast<double>(left ? (x << s) : (x >> s));
+    };
+    return d;
+  });
   opLowerings()["Where"] = [](NodeLowering &n) -> LogicalResult {
     ElementwiseDef d;
     d.emit = [](OpBuilder &b, Location loc, ValueRange a, int32_t) -> Value {

@@ -371,9 +371,49 @@ LogicalResult lowerHardmax(NodeLowering &n) {
   return success();
 }
 
+LogicalResult lowerMeanVarianceNormalization(NodeLowering &n) {
+  const Shape &in = n.shape(0);
+  int64_t rank = in.size();
+  std::vector<int64_t> axes = n.attrInts("axes", {0, 2, 3});
+  for (int64_t &a : axes) {
+    a = normalizeAxis(a, rank);
+    if (a < 0 || a >= rank)
+      return n.fail("axis out of range");
+  }
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Type et = n.elementType(n.dtype(0));
+  // ONNX's function body: (x - mean) / (sqrt(var) + 1e-9).
+  Shape kept = in;
+  int64_t count = 1;
+  for (int64_t a : axes) {
+    kept[a] = 1;
+    count *= in[a];
+  }
+  Value x = n.value(0);
+  Value sum = emitReduction(b, loc, x, axes, true, b.getFloatAttr(et, 0.0), addF);
+  Value sq = emitReduction(b, loc, x, axes, true, b.getFloatAttr(et, 0.0), addF,
+                           [](OpBuilder &nb, Location l, ValueRange v) {
+                             return (Value)arith::MulFOp::create(nb, l, v[0], v[0]);
+                           });
+  Value y = emitElementwise(
+      b, loc, ValueRange{x, sum, sq}, et, in, [&](OpBuilder &nb, Location l, ValueRange v) {
+        Value c = scalarConstant(nb, l, et, count);
+        Value mean = arith::DivFOp::create(nb, l, v[1], c);
+        Value meanSq = arith::DivFOp::create(nb, l, v[2], c);
+        Value var = arith::SubFOp::create(nb, l, meanSq, arith::MulFOp::create(nb, l, mean, mean));
+        Value den = arith::AddFOp::create(nb, l, math::SqrtOp::create(nb, l, var),
+                                          scalarConstant(nb, l, et, 1e-9));
+        return (Value)arith::DivFOp::create(nb, l, arith::SubFOp::create(nb, l, v[0], mean), den);
+      });
+  n.setOutput(0, y, n.dtype(0));
+  return success();
+}
+
 } // namespace
 
 void registerNormalizationLowerings() {
+  opLowerings()["MeanVarianceNormalization"] = lowerMeanVarianceNormalization;
   opLowerings()["Hardmax"] = lowerHardmax;
   auto &t = opLowerings();
   t["Softmax"] = [](NodeLowering &n) { return lowerSoftmax(n, false); };

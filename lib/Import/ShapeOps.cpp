@@ -780,37 +780,27 @@ LogicalResult lowerTrilu(NodeLowering &n) {
   int64_t rank = in.size();
   if (rank < 2)
     return n.fail("input must have rank >= 2");
-  int64_t k = 0;
-  if (n.hasInput(1)) {
-    if (!n.isLiteral(1))
-      return n.fail("k must be known at compile time");
-    k = n.literal(1).getI(0);
-  }
   bool upper = n.attrInt("upper", 1) != 0;
-  auto keep = [&](int64_t r, int64_t c) {
-    return upper ? (c - r >= k) : (c - r <= k);
-  };
-  if (n.isLiteral(0)) {
-    Literal r = n.literal(0).gather(in, [&](const int64_t *idx) {
-      int64_t f = 0;
-      std::vector<int64_t> st = stridesOf(in);
-      for (int64_t d = 0; d < rank; ++d)
-        f += idx[d] * st[d];
-      return f;
-    });
+  if (n.isLiteral(0) && (!n.hasInput(1) || n.isLiteral(1))) {
+    int64_t k = n.hasInput(1) ? n.literal(1).getI(0) : 0;
+    Literal r = n.literal(0).reshaped(in).castTo(n.dtype(0));
+    Literal out(r.dtype(), in);
+    std::memcpy(out.mutableData(), r.data(), r.byteSize());
     int64_t rows = in[rank - 2], cols = in[rank - 1];
-    for (int64_t e = 0; e < r.size(); ++e) {
+    for (int64_t e = 0; e < out.size(); ++e) {
       int64_t c = e % cols, row = (e / cols) % rows;
-      if (!keep(row, c))
-        r.setFromDouble(e, 0);
+      if (!(upper ? (c - row >= k) : (c - row <= k)))
+        out.setFromDouble(e, 0);
     }
-    n.setOutput(0, std::move(r));
+    n.setOutput(0, std::move(out));
     return success();
   }
   OpBuilder &b = n.builder();
   Location loc = n.loc();
   Type et = n.elementType(n.dtype(0));
   Value input = n.value(0);
+  // k may be a run-time scalar: it changes values, not the shape.
+  Value kTensor = n.hasInput(1) ? n.value(1) : Value();
   Value empty = tensor::EmptyOp::create(b, loc, in, et);
   SmallVector<AffineMap> maps(2, AffineMap::getMultiDimIdentityMap(rank, b.getContext()));
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
@@ -820,7 +810,13 @@ LogicalResult lowerTrilu(NodeLowering &n) {
         Value r = linalg::IndexOp::create(nb, nloc, rank - 2);
         Value c = linalg::IndexOp::create(nb, nloc, rank - 1);
         Value diff = arith::SubIOp::create(nb, nloc, c, r);
-        Value kv = arith::ConstantIndexOp::create(nb, nloc, k);
+        Value kv = arith::ConstantIndexOp::create(nb, nloc, 0);
+        if (kTensor) {
+          SmallVector<Value> zeros(shapeOf(kTensor).size(),
+                                   arith::ConstantIndexOp::create(nb, nloc, 0));
+          Value k = tensor::ExtractOp::create(nb, nloc, kTensor, zeros);
+          kv = arith::IndexCastOp::create(nb, nloc, nb.getIndexType(), k);
+        }
         Value ok = arith::CmpIOp::create(
             nb, nloc, upper ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle,
             diff, kv);
@@ -909,9 +905,81 @@ LogicalResult lowerDepthSpace(NodeLowering &n, bool toSpace) {
   return success();
 }
 
+LogicalResult lowerOneHot(NodeLowering &n) {
+  if (!n.isLiteral(1) || !n.isLiteral(2))
+    return n.fail("depth and values must be known at compile time");
+  int64_t depth = static_cast<int64_t>(n.literal(1).getAsDouble(0));
+  if (depth <= 0)
+    return n.fail("depth must be positive");
+  const Literal &vals = n.literal(2);
+  if (vals.size() != 2)
+    return n.fail("values must hold [off, on]");
+  const Shape &in = n.shape(0);
+  int64_t outRank = in.size() + 1;
+  int64_t axis = normalizeAxis(n.attrInt("axis", -1), outRank);
+  if (axis < 0 || axis >= outRank)
+    return n.fail("axis out of range");
+  Shape out = in;
+  out.insert(out.begin() + axis, depth);
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  MLIRContext *ctx = b.getContext();
+  Type et = n.elementType(vals.dtype());
+  double off = vals.getAsDouble(0), on = vals.getAsDouble(1);
+  SmallVector<AffineExpr> inExprs;
+  for (int64_t d = 0; d < outRank; ++d)
+    if (d != axis)
+      inExprs.push_back(getAffineDimExpr(d, ctx));
+  Value empty = tensor::EmptyOp::create(b, loc, out, et);
+  SmallVector<AffineMap> maps = {AffineMap::get(outRank, 0, inExprs, ctx),
+                                 AffineMap::getMultiDimIdentityMap(outRank, ctx)};
+  SmallVector<utils::IteratorType> iters(outRank, utils::IteratorType::parallel);
+  int32_t idt = n.dtype(0);
+  auto op = linalg::GenericOp::create(
+      b, loc, empty.getType(), ValueRange{n.value(0)}, ValueRange{empty}, maps, iters,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value idx = a[0];
+        Type i64 = nb.getI64Type();
+        if (isFloatDType(idt))
+          idx = arith::FPToSIOp::create(nb, l, i64, idx);
+        else
+          idx = emitScalarCast(nb, l, idx, idt, kInt64, i64);
+        Value dv = arith::ConstantIntOp::create(nb, l, i64, depth);
+        Value zero = arith::ConstantIntOp::create(nb, l, i64, 0);
+        Value neg = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, idx, zero);
+        idx = arith::SelectOp::create(nb, l, neg, arith::AddIOp::create(nb, l, idx, dv), idx);
+        Value j = arith::IndexCastOp::create(nb, l, i64, linalg::IndexOp::create(nb, l, axis));
+        Value eq = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, idx, j);
+        linalg::YieldOp::create(nb, l, arith::SelectOp::create(
+                                           nb, l, eq, scalarConstant(nb, l, et, on),
+                                           scalarConstant(nb, l, et, off)).getResult());
+      });
+  n.setOutput(0, op.getResult(0), vals.dtype());
+  return success();
+}
+
+LogicalResult lowerEyeLike(NodeLowering &n) {
+  const Shape &in = n.shape(0);
+  if (in.size() != 2)
+    return n.fail("input must be 2-D");
+  int32_t dt = n.hasAttr("dtype") ? static_cast<int32_t>(n.attrInt("dtype", kFloat))
+                                  : n.dtype(0);
+  if (!isSupportedDType(dt))
+    return n.fail("unsupported dtype " + Twine(dt));
+  int64_t k = n.attrInt("k", 0);
+  Literal r(dt, in);
+  for (int64_t i = 0; i < in[0]; ++i)
+    for (int64_t j = 0; j < in[1]; ++j)
+      r.setFromDouble(i * in[1] + j, j - i == k ? 1.0 : 0.0);
+  n.setOutput(0, std::move(r));
+  return success();
+}
+
 } // namespace
 
 void registerShapeLowerings() {
+  opLowerings()["OneHot"] = lowerOneHot;
+  opLowerings()["EyeLike"] = lowerEyeLike;
   opLowerings()["GatherElements"] = lowerGatherElements;
   opLowerings()["DepthToSpace"] = [](NodeLowering &n) { return lowerDepthSpace(n, true); };
   opLowerings()["SpaceToDepth"] = [](NodeLowering &n) { return lowerDepthSpace(n, false); };
