@@ -3,7 +3,8 @@
 
 For every manifest entry: compile models/<name>/model.onnx with
 `mcc compile --target cpu --shape ...` (shapes pinned from the manifest),
-load the .so in-process through the runtime C API (libmccrt, via ctypes),
+load the .so in-process through the runtime C API (libmccrt, via the
+ctypes binding in python/mcc),
 check its outputs against models/<name>/reference.npz, then time mcc_run
 with preallocated output buffers. The peer is ONNX Runtime's CPU execution
 provider (intra_op_num_threads = threads, inter_op 1, ORT_ENABLE_ALL,
@@ -15,7 +16,6 @@ overhead (ctypes call for mcc, InferenceSession.run for ORT).
         --markdown /tmp/bench.md
 """
 import argparse
-import ctypes
 import datetime
 import json
 import os
@@ -27,147 +27,22 @@ import time
 
 import numpy as np
 
-MCC_MAX_RANK = 8
-
-# onnx.TensorProto.DataType codes, as in mcc_dtype.
-DTYPES = {
-    1: np.float32,
-    2: np.uint8,
-    3: np.int8,
-    6: np.int32,
-    7: np.int64,
-    9: np.bool_,
-    10: np.float16,
-    11: np.float64,
-}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python"))
+import mcc  # noqa: E402  (python/mcc: the ctypes binding of libmccrt)
 
 
-class TensorInfo(ctypes.Structure):
-    # const char* name; mcc_dtype (C int) dtype; int32 rank; int64 shape[8]
-    _fields_ = [
-        ("name", ctypes.c_char_p),
-        ("dtype", ctypes.c_int),
-        ("rank", ctypes.c_int32),
-        ("shape", ctypes.c_int64 * MCC_MAX_RANK),
-    ]
-
-
-class Tensor(ctypes.Structure):
-    # void* data; mcc_dtype (C int) dtype; int32 rank; int64 shape[8]
-    _fields_ = [
-        ("data", ctypes.c_void_p),
-        ("dtype", ctypes.c_int),
-        ("rank", ctypes.c_int32),
-        ("shape", ctypes.c_int64 * MCC_MAX_RANK),
-    ]
-
-
-assert ctypes.sizeof(TensorInfo) == 80 and TensorInfo.shape.offset == 16
-assert ctypes.sizeof(Tensor) == 80 and Tensor.shape.offset == 16
-
-
-class Runtime:
-    def __init__(self, path):
-        lib = ctypes.CDLL(path)
-        P = ctypes.c_void_p
-        lib.mcc_last_error.restype = ctypes.c_char_p
-        lib.mcc_last_error.argtypes = []
-        lib.mcc_status_string.restype = ctypes.c_char_p
-        lib.mcc_status_string.argtypes = [ctypes.c_int]
-        lib.mcc_model_load.restype = ctypes.c_int
-        lib.mcc_model_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(P)]
-        lib.mcc_model_free.restype = None
-        lib.mcc_model_free.argtypes = [P]
-        lib.mcc_model_target.restype = ctypes.c_char_p
-        lib.mcc_model_target.argtypes = [P]
-        lib.mcc_model_arch.restype = ctypes.c_char_p
-        lib.mcc_model_arch.argtypes = [P]
-        lib.mcc_model_num_inputs.restype = ctypes.c_size_t
-        lib.mcc_model_num_inputs.argtypes = [P]
-        lib.mcc_model_num_outputs.restype = ctypes.c_size_t
-        lib.mcc_model_num_outputs.argtypes = [P]
-        for fn in (lib.mcc_model_input_info, lib.mcc_model_output_info):
-            fn.restype = ctypes.c_int
-            fn.argtypes = [P, ctypes.c_size_t, ctypes.POINTER(TensorInfo)]
-        lib.mcc_set_num_threads.restype = ctypes.c_int
-        lib.mcc_set_num_threads.argtypes = [ctypes.c_int]
-        lib.mcc_run.restype = ctypes.c_int
-        lib.mcc_run.argtypes = [P, ctypes.POINTER(Tensor), ctypes.c_size_t,
-                                ctypes.POINTER(Tensor), ctypes.c_size_t]
-        self.lib = lib
-
-    def check(self, status, what):
-        if status != 0:
-            msg = self.lib.mcc_last_error() or b""
-            name = self.lib.mcc_status_string(status) or b"?"
-            raise RuntimeError(f"{what}: {name.decode()} ({status}): {msg.decode(errors='replace')}")
-
-
-class MccModel:
-    def __init__(self, rt, so_path):
-        self.rt = rt
-        lib = rt.lib
-        handle = ctypes.c_void_p()
-        rt.check(lib.mcc_model_load(so_path.encode(), ctypes.byref(handle)), f"mcc_model_load({so_path})")
-        self.handle = handle
-        self.target = (lib.mcc_model_target(handle) or b"").decode()
-        self.arch = (lib.mcc_model_arch(handle) or b"").decode()
-        self.inputs = [self._info(lib.mcc_model_input_info, i, "input")
-                       for i in range(lib.mcc_model_num_inputs(handle))]
-        self.outputs = [self._info(lib.mcc_model_output_info, i, "output")
-                        for i in range(lib.mcc_model_num_outputs(handle))]
-
-    def _info(self, fn, i, kind):
-        info = TensorInfo()
-        self.rt.check(fn(self.handle, i, ctypes.byref(info)), f"mcc_model_{kind}_info({i})")
-        return (info.name.decode(), info.dtype, [info.shape[d] for d in range(info.rank)])
-
-    def prepare(self, feeds, out_shapes):
-        """Builds the mcc_tensor arrays once; returns (call, outputs dict)."""
-        self._keep = []
-        ins = (Tensor * max(1, len(self.inputs)))()
-        for i, (name, dt, shape) in enumerate(self.inputs):
-            if name not in feeds:
-                raise RuntimeError(f"no input named {name!r} in inputs.npz ({sorted(feeds)})")
-            if dt not in DTYPES:
-                raise RuntimeError(f"input {name}: unsupported dtype {dt}")
-            arr = np.ascontiguousarray(feeds[name], dtype=DTYPES[dt])
-            self._keep.append(arr)
-            self._fill(ins[i], arr, dt)
-        outs = (Tensor * max(1, len(self.outputs)))()
-        out_arrays = {}
-        for i, (name, dt, shape) in enumerate(self.outputs):
-            if dt not in DTYPES:
-                raise RuntimeError(f"output {name}: unsupported dtype {dt}")
-            if any(d < 0 for d in shape):  # not static: fall back to the reference's shape
-                shape = list(out_shapes[name])
-            arr = np.zeros(shape, dtype=DTYPES[dt])
-            out_arrays[name] = arr
-            self._keep.append(arr)
-            self._fill(outs[i], arr, dt)
-        lib, h, ni, no = self.rt.lib, self.handle, len(self.inputs), len(self.outputs)
-        run = lib.mcc_run
-
-        def call():
-            return run(h, ins, ni, outs, no)
-
-        self._keep += [ins, outs]
-        return call, out_arrays
-
-    @staticmethod
-    def _fill(t, arr, dt):
-        if arr.ndim > MCC_MAX_RANK:
-            raise RuntimeError(f"rank {arr.ndim} > {MCC_MAX_RANK}")
-        t.data = arr.ctypes.data
-        t.dtype = dt
-        t.rank = arr.ndim
-        for d, n in enumerate(arr.shape):
-            t.shape[d] = n
-
-    def free(self):
-        if self.handle:
-            self.rt.lib.mcc_model_free(self.handle)
-            self.handle = None
+def prepare(model, feeds, out_shapes):
+    """Binds the inputs (cast to the model's dtypes, as inputs.npz may hold
+    other integer widths) and preallocated outputs once; returns (call,
+    outputs dict). call() runs mcc_run and raises mcc.MccError on failure."""
+    cast = {}
+    for info in model.inputs:
+        if info.name not in feeds:
+            raise RuntimeError(f"no input named {info.name!r} in inputs.npz ({sorted(feeds)})")
+        if info.dtype is None:
+            raise RuntimeError(f"input {info.name}: unsupported dtype")
+        cast[info.name] = np.ascontiguousarray(feeds[info.name], dtype=info.dtype)
+    return model.prepare(cast, out_shapes)
 
 
 def rel_err(got, ref):
@@ -259,7 +134,6 @@ def main():
             sys.exit(f"unknown entries: {sorted(unknown)}")
     work = args.workdir or tempfile.mkdtemp(prefix="mcc-bench-")
     os.makedirs(work, exist_ok=True)
-    rt = Runtime(args.runtime_lib)
     load1 = os.getloadavg()[0]
     ncpu = os.cpu_count() or 1
     print(f"load average {load1:.2f} on {ncpu} CPUs", flush=True)
@@ -278,9 +152,9 @@ def main():
         model, call, err, note = None, None, None, ""
         try:
             csec = compile_model(args.mcc, e, folder, so)
-            model = MccModel(rt, so)
-            call, outs = model.prepare(feeds, {k: v.shape for k, v in ref.items()})
-            rt.check(call(), "mcc_run")
+            model = mcc.load(so, runtime=args.runtime_lib)
+            call, outs = prepare(model, feeds, {k: v.shape for k, v in ref.items()})
+            call()
             missing = [k for k in ref if k not in outs]
             err = max([rel_err(outs[k], ref[k]) for k in ref if k in outs] or [float("inf")])
             if missing:
@@ -297,14 +171,8 @@ def main():
             mcc_ms = ort_ms = None
             if call is not None:
                 try:
-                    rt.check(rt.lib.mcc_set_num_threads(t), "mcc_set_num_threads")
-
-                    def run_mcc():
-                        s = call()
-                        if s != 0:
-                            rt.check(s, "mcc_run")
-
-                    mcc_ms = time_calls(run_mcc, args.warmup, args.runs)
+                    mcc.set_num_threads(t, runtime=model.runtime)
+                    mcc_ms = time_calls(call, args.warmup, args.runs)
                 except Exception as ex:
                     note = (note + "; " if note else "") + f"mcc: {ex}"
             # let the OpenMP workers of the mcc runs stop spinning (libomp
@@ -330,7 +198,7 @@ def main():
             print(f"[{name}] threads={t} mcc {fmt_ms(mcc_ms)} ms, ORT {fmt_ms(ort_ms)} ms, "
                   f"ratio {'-' if ratio is None else f'{ratio:.2f}'}", flush=True)
         if model is not None:
-            model.free()
+            model.close()
 
     header = ["model", "threads", "mcc ms (median)", "ORT ms (median)", "ratio mcc/ORT", "mcc rel err"]
     print()

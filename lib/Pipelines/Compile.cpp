@@ -34,12 +34,12 @@ static LogicalResult dump(ModuleOp module, StringRef dir, int index,
 LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
                                StringRef outputPath,
                                const CompileOptions &options) {
-  if (options.target != "cpu") {
+  if (options.target != "cpu" && options.target != "cuda") {
     emitError(UnknownLoc::get(&context))
-        << "target '" << options.target
-        << "' is not supported yet (supported: cpu)";
+        << "target '" << options.target << "' is not supported (cpu, cuda)";
     return failure();
   }
+  bool cuda = options.target == "cuda";
   if (!options.dumpIrDir.empty()) {
     if (auto ec = llvm::sys::fs::create_directories(options.dumpIrDir)) {
       emitError(UnknownLoc::get(&context))
@@ -57,7 +57,8 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
   if (!options.dumpIrDir.empty() &&
       failed(dump(module, options.dumpIrDir, index, "import")))
     return failure();
-  for (const PipelineStage &stage : cpuPipelineStages(options)) {
+  for (const PipelineStage &stage : cuda ? cudaPipelineStages(options)
+                                         : cpuPipelineStages(options)) {
     ++index;
     PassManager pm(&context);
     pm.enableVerifier(true);
@@ -73,6 +74,8 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
   }
   CpuTargetOptions target;
   target.cpu = options.cpu;
+  target.cuda = cuda;
+  target.gpuArch = options.gpuArch;
   if (!options.dumpIrDir.empty()) {
     SmallString<256> ll(options.dumpIrDir);
     llvm::sys::path::append(ll, llvm::formatv("{0:02}-llvm-ir.ll", index + 1)

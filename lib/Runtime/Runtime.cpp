@@ -90,9 +90,10 @@ mcc_status validateDescriptor(const MccModelDescriptor *d, const char *path) {
                 "%s: model ABI version %lld, this runtime supports %d; "
                 "recompile the model with a matching mcc",
                 path, (long long)d->abi_version, MCC_ABI_VERSION);
-  if (!d->target || std::strcmp(d->target, "cpu") != 0)
+  if (!d->target ||
+      (std::strcmp(d->target, "cpu") != 0 && std::strcmp(d->target, "cuda") != 0))
     return fail(MCC_ERROR_ABI, "%s: model target '%s' is not supported by "
-                "this runtime (supported: cpu)", path,
+                "this runtime (supported: cpu, cuda)", path,
                 d->target ? d->target : "(null)");
   const MccTensorDesc *lists[2] = {d->inputs, d->outputs};
   int64_t counts[2] = {d->num_inputs, d->num_outputs};
@@ -368,9 +369,15 @@ MCC_API mcc_status mcc_run(const mcc_model *model, const mcc_tensor *inputs,
       return s;
     buffers.push_back(outputs[i].data);
   }
-  if (int32_t rc = d->run(buffers.data()))
-    return fail(MCC_ERROR_RUN, "%s: model run failed with code %d",
-                model->path.c_str(), rc);
+  if (int32_t rc = d->run(buffers.data())) {
+    // CUDA models say what failed (no driver, wrong architecture, ...).
+    using MessageFn = const char *(*)();
+    auto message = reinterpret_cast<MessageFn>(
+        dlsym(model->handle, "mcc_cuda_last_error"));
+    return fail(MCC_ERROR_RUN, "%s: model run failed (code %d)%s%s",
+                model->path.c_str(), rc, message ? ": " : "",
+                message ? message() : "");
+  }
   return MCC_OK;
 }
 

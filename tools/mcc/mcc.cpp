@@ -112,6 +112,9 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   compile->add_option("--shape", shapes,
                       "Pin an input's shape: NAME=2x16 (repeatable)");
+  std::string gpuArch = "sm_90";
+  compile->add_option("--gpu-arch", gpuArch,
+                      "NVIDIA architecture for --target cuda (default sm_90)");
   compile->add_option("--dump-ir", dumpDir,
                       "Write the IR after every stage into this folder");
   compile->add_option("--cpu", cpu,
@@ -153,6 +156,7 @@ int main(int argc, char **argv) {
   mcc::CompileOptions options;
   options.target = target;
   options.cpu = cpu;
+  options.gpuArch = gpuArch;
   options.dumpIrDir = dumpDir;
   for (const std::string &s : shapes) {
     std::string name, error;

@@ -16,6 +16,8 @@ struct CompileOptions {
   std::string target = "cpu";
   /// CPU name for codegen (e.g. "x86-64-v3", "skylake-avx512"); empty: host.
   std::string cpu;
+  /// NVIDIA architecture for --target cuda (sm_90 for H100/H200).
+  std::string gpuArch = "sm_90";
   /// Folder that receives the IR after every stage; empty: none.
   std::string dumpIrDir;
   ImportOptions import;
@@ -30,6 +32,8 @@ struct PipelineStage {
 };
 
 std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &options);
+
+std::vector<PipelineStage> cudaPipelineStages(const CompileOptions &options);
 
 /// Every CPU stage in order: tensor-level MLIR to the LLVM dialect.
 void buildCpuPipeline(mlir::OpPassManager &pm, const CompileOptions &options);

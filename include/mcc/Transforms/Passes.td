@@ -68,4 +68,34 @@ def StridedCopyToLinalg
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def GpuDeviceMemory : Pass<"mcc-gpu-device-memory", "mlir::func::FuncOp"> {
+  let summary = "Host code of a CUDA model: device allocations and copies";
+  let description = [{
+    After bufferization the host function allocates with memref.alloc and
+    copies with memref.copy; on the GPU target every buffer lives in device
+    memory, so these become gpu.alloc, gpu.dealloc and gpu.memcpy. Constant
+    globals (memref.get_global) are re-materialized next to each use, so
+    that kernel outlining moves them into the GPU module instead of passing
+    a host pointer to a kernel.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
+def GpuDistributeLoops : Pass<"mcc-gpu-distribute", "mlir::func::FuncOp"> {
+  let summary = "Map each top-level loop nest onto GPU blocks and threads";
+  let description = [{
+    Each top-level scf.parallel is collapsed to one dimension and tiled by
+    `block-size`; the tile loop maps to block x and the loop inside it to
+    thread x. Top-level code that touches memory outside any parallel loop
+    (sequential reductions to a scalar, single loads and stores) is wrapped
+    in a one-thread parallel loop, so that nothing on the host dereferences
+    device memory. The result is ready for convert-parallel-loops-to-gpu.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", "256", "Threads per block">,
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
+                           "mlir::affine::AffineDialect"];
+}
+
 #endif // MCC_TRANSFORMS_PASSES

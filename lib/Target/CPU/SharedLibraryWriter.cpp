@@ -14,6 +14,8 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -35,6 +37,10 @@
 
 #include <unistd.h>
 
+#ifndef MCC_CUDA_SHIM_PATH
+#define MCC_CUDA_SHIM_PATH ""
+#endif
+
 #ifndef MCC_OPENMP_LIB_DIR
 #define MCC_OPENMP_LIB_DIR "/usr/lib/llvm-22/lib"
 #endif
@@ -47,6 +53,10 @@ void registerCpuTranslations(DialectRegistry &registry) {
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
   registerOpenMPDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  // gpu.binary's #gpu.select_object embeds the fatbin at translation.
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
 }
 
 namespace {
@@ -107,7 +117,9 @@ llvm::Constant *tensorDescs(llvm::Module &m,
 }
 
 LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
-                             llvm::StringRef arch, Location loc) {
+                             llvm::StringRef target, llvm::StringRef arch,
+                             Location loc) {
+  bool cuda = target == "cuda";
   llvm::LLVMContext &ctx = m.getContext();
   llvm::Function *forward = m.getFunction("forward");
   if (!forward || forward->isDeclaration())
@@ -129,12 +141,23 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
     blob = g;
   }
 
-  // mcc_model_run(void **buffers): inputs, then outputs.
+  // mcc_model_run(void **buffers): inputs, then outputs. On CUDA the body
+  // runs on device buffers (forward_entry) inside mcc_cuda_run, which
+  // stages host buffers and uploads the weights once.
   auto *runTy = llvm::FunctionType::get(i32, {ptrTy}, false);
   auto *run = llvm::Function::Create(runTy, llvm::GlobalValue::InternalLinkage,
                                      "mcc_model_run", m);
-  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", run));
-  llvm::Value *buffers = run->getArg(0);
+  llvm::Function *bodyFn = run;
+  llvm::Value *deviceWeights = nullptr;
+  if (cuda) {
+    auto *bodyTy = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
+                                           {ptrTy, ptrTy}, false);
+    bodyFn = llvm::Function::Create(bodyTy, llvm::GlobalValue::InternalLinkage,
+                                    "mcc_forward_entry", m);
+    deviceWeights = bodyFn->getArg(1);
+  }
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", bodyFn));
+  llvm::Value *buffers = bodyFn->getArg(0);
   std::vector<llvm::Value *> args;
   auto pushMemref = [&](llvm::Value *ptr, const std::vector<int64_t> &shape) {
     args.push_back(ptr);
@@ -157,7 +180,8 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
     pushMemref(b.CreateLoad(ptrTy, slot), model.inputs[i].shape);
   }
   for (const WeightRecord &w : model.weights) {
-    llvm::Value *p = b.CreateConstGEP1_64(b.getInt8Ty(), blob, w.offset);
+    llvm::Value *base = cuda ? deviceWeights : blob;
+    llvm::Value *p = b.CreateConstGEP1_64(b.getInt8Ty(), base, w.offset);
     pushMemref(p, w.shape);
   }
   for (size_t i = 0; i < model.outputs.size(); ++i) {
@@ -169,7 +193,40 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
                           << forward->arg_size() << " values, the signature "
                           << "implies " << args.size();
   b.CreateCall(forward, args);
-  b.CreateRet(b.getInt32(0));
+  if (!cuda) {
+    b.CreateRet(b.getInt32(0));
+  } else {
+    b.CreateRetVoid();
+    std::vector<uint64_t> bytes;
+    auto sizeOf = [](const TensorSignature &t) {
+      uint64_t n = 1;
+      for (int64_t d : t.shape)
+        n *= d;
+      return n * (t.dtype == 7 || t.dtype == 11 ? 8
+                  : t.dtype == 1 || t.dtype == 6 ? 4
+                  : t.dtype == 10 ? 2 : 1);
+    };
+    for (const auto &t : model.inputs)
+      bytes.push_back(sizeOf(t));
+    for (const auto &t : model.outputs)
+      bytes.push_back(sizeOf(t));
+    llvm::Constant *bytesArr =
+        bytes.empty() ? static_cast<llvm::Constant *>(
+                            llvm::ConstantPointerNull::get(ptrTy))
+                      : constantGlobal(m, llvm::ConstantDataArray::get(ctx, bytes),
+                                       "mcc.buffer_bytes");
+    auto *shimTy = llvm::FunctionType::get(
+        i32, {ptrTy, i64, i64, ptrTy, ptrTy, i64, ptrTy}, false);
+    llvm::FunctionCallee shim = m.getOrInsertFunction("mcc_cuda_run", shimTy);
+    llvm::IRBuilder<> rb(llvm::BasicBlock::Create(ctx, "entry", run));
+    llvm::Value *rc = rb.CreateCall(
+        shim, {run->getArg(0), rb.getInt64(model.inputs.size()),
+               rb.getInt64(model.outputs.size()), bytesArr,
+               blob ? blob : static_cast<llvm::Value *>(
+                                 llvm::ConstantPointerNull::get(ptrTy)),
+               rb.getInt64(model.weightBlob.size()), bodyFn});
+    rb.CreateRet(rc);
+  }
 
   // The descriptor (field order fixed by MccModelDescriptor).
   auto *descTy = llvm::StructType::get(
@@ -177,7 +234,7 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
   llvm::Constant *desc = llvm::ConstantStruct::get(
       descTy,
       {llvm::ConstantInt::get(i64, MCC_ABI_VERSION),
-       stringGlobal(m, "cpu", "mcc.target"), stringGlobal(m, arch, "mcc.arch"),
+       stringGlobal(m, target, "mcc.target"), stringGlobal(m, arch, "mcc.arch"),
        llvm::ConstantInt::get(i64, model.inputs.size()),
        tensorDescs(m, model.inputs, "mcc.inputs"),
        llvm::ConstantInt::get(i64, model.outputs.size()),
@@ -237,7 +294,8 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
   llvmModule->setDataLayout(tm->createDataLayout());
   llvmModule->setTargetTriple(triple);
 
-  if (failed(addEntryPoints(*llvmModule, model, cpu, loc)))
+  if (failed(addEntryPoints(*llvmModule, model, options.cuda ? "cuda" : "cpu",
+                            options.cuda ? options.gpuArch : cpu, loc)))
     return failure();
   for (llvm::Function &f : *llvmModule) {
     if (f.isDeclaration())
@@ -294,18 +352,29 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
   }
 
   TempFile library{(outputPath + ".tmp." + pid).str()};
-  auto linker = llvm::sys::findProgramByName("cc");
+  // The CUDA shim is C++: link with the C++ driver.
+  auto linker = llvm::sys::findProgramByName(options.cuda ? "c++" : "cc");
   if (!linker)
-    linker = llvm::sys::findProgramByName("gcc");
+    linker = llvm::sys::findProgramByName(options.cuda ? "g++" : "gcc");
   if (!linker)
     linker = llvm::sys::findProgramByName("clang-22");
   if (!linker)
-    return emitError(loc) << "no linker driver (cc, gcc or clang-22) on PATH";
+    return emitError(loc) << "no linker driver (cc/c++, gcc/g++ or clang-22) "
+                             "on PATH";
   std::string libDir = MCC_OPENMP_LIB_DIR;
-  std::vector<std::string> argStore = {
-      *linker, "-shared", "-o", library.path, object.path,
-      "-L" + libDir, "-Wl,-rpath," + libDir, "-lomp", "-lm",
-      "-Wl,-z,noexecstack"};
+  std::vector<std::string> argStore = {*linker, "-shared", "-o", library.path,
+                                       object.path};
+  if (options.cuda) {
+    std::string shim = MCC_CUDA_SHIM_PATH;
+    if (shim.empty() || !llvm::sys::fs::exists(shim))
+      return emitError(loc) << "the CUDA runtime shim (libmcc_cuda_shim.a) "
+                               "was not built: mcc was configured without "
+                               "CUDA headers";
+    argStore.insert(argStore.end(), {shim, "-ldl", "-Wl,-z,noexecstack"});
+  } else {
+    argStore.insert(argStore.end(), {"-L" + libDir, "-Wl,-rpath," + libDir,
+                                     "-lomp", "-lm", "-Wl,-z,noexecstack"});
+  }
   std::vector<llvm::StringRef> argv(argStore.begin(), argStore.end());
   std::string linkError;
   int rc = llvm::sys::ExecuteAndWait(*linker, argv, std::nullopt, {}, 0, 0,

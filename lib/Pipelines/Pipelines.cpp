@@ -1,4 +1,4 @@
-//===- CpuPipeline.cpp - tensor-level MLIR to the LLVM dialect for CPUs ---===//
+//===- Pipelines.cpp - tensor-level MLIR to the LLVM dialect, per target -===//
 //
 // Stages are textual pipelines over upstream passes plus mcc's own, so the
 // same strings run in `mcc compile`, `mcc-opt` and the lit tests.
@@ -44,7 +44,47 @@ const StageText kCpuStages[] = {
      "convert-func-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
      "convert-cf-to-llvm,convert-to-llvm,reconcile-unrealized-casts,canonicalize"},
 };
+
+// The CUDA target shares import, fusion and bufferization with the CPU;
+// every loop nest then becomes a kernel.
+const StageText kCudaStages[] = {
+    kCpuStages[0],
+    {"mcc-cuda-bufferize", "one-shot bufferization, as for the CPU",
+     kCpuStages[2].pipeline},
+    {"mcc-cuda-kernels",
+     "loop nests onto blocks and threads; host buffers in device memory; "
+     "kernels outlined",
+     "func.func(mcc-strided-copy-to-linalg),convert-linalg-to-parallel-loops,"
+     "canonicalize,func.func(mcc-gpu-device-memory),func.func(mcc-gpu-"
+     "distribute),convert-parallel-loops-to-gpu,canonicalize,"
+     "gpu-kernel-outlining,func.func(gpu-async-region),canonicalize,cse"},
+};
 } // namespace
+
+std::vector<PipelineStage> cudaPipelineStages(const CompileOptions &options) {
+  std::vector<PipelineStage> stages;
+  for (const StageText &s : kCudaStages) {
+    std::string text = s.pipeline;
+    stages.push_back({s.name, s.summary, [text](OpPassManager &pm) {
+                        if (failed(parsePassPipeline(text, pm)))
+                          llvm::report_fatal_error(
+                              "mcc: invalid built-in pipeline: " +
+                              llvm::Twine(text));
+                      }});
+  }
+  // Kernels to NVVM and a fatbin (ptxas from CUDA) for the chosen arch;
+  // host code to LLVM with gpu.launch_func calls into the runtime shim.
+  std::string nvvm = "gpu-lower-to-nvvm-pipeline{cubin-chip=" +
+                     options.gpuArch +
+                     " cubin-features=+ptx80 opt-level=3 cubin-format=fatbin}";
+  stages.push_back({"mcc-cuda-to-llvm", "kernels to a fatbin, host to LLVM",
+                    [nvvm](OpPassManager &pm) {
+                      if (failed(parsePassPipeline(nvvm, pm)))
+                        llvm::report_fatal_error("mcc: invalid pipeline " +
+                                                 llvm::Twine(nvvm));
+                    }});
+  return stages;
+}
 
 std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &) {
   std::vector<PipelineStage> stages;
@@ -69,6 +109,16 @@ void registerMccPipelines() {
   static bool done = [] {
     registerMccPasses();
     for (const StageText &s : kCpuStages) {
+      std::string text = s.pipeline;
+      PassPipelineRegistration<>(s.name, s.summary,
+                                 [text](OpPassManager &pm) {
+                                   (void)parsePassPipeline(text, pm);
+                                 });
+    }
+    for (const StageText &s : kCudaStages) {
+      if (std::string(s.name).rfind("mcc-cuda", 0) != 0 ||
+          std::string(s.name) == "mcc-cuda-bufferize")
+        continue;
       std::string text = s.pipeline;
       PassPipelineRegistration<>(s.name, s.summary,
                                  [text](OpPassManager &pm) {

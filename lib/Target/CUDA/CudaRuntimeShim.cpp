@@ -1,0 +1,320 @@
+//===- CudaRuntimeShim.cpp - the GPU runtime inside every CUDA model .so --===//
+//
+// MLIR's gpu-to-llvm lowering calls mgpu* functions (the ABI of MLIR's own
+// CudaRuntimeWrappers). This file implements them on the CUDA driver API,
+// which it opens with dlopen at first use: a model .so links no CUDA
+// library, builds on a machine without a driver, and says clearly when it
+// runs on one without. It also provides mcc_cuda_run, the run entry the
+// generated code calls: weights uploaded once, inputs staged per run, one
+// stream per run, outputs copied back.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cuda.h>
+
+#include <dlfcn.h>
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#define SHIM_HIDDEN extern "C" __attribute__((visibility("hidden")))
+#define SHIM_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+thread_local std::string lastError;
+thread_local CUstream runStream = nullptr;
+thread_local bool runFailed = false;
+
+struct Driver {
+  bool loaded = false;
+  std::string error;
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDeviceGetAttribute)(int *, CUdevice_attribute, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, unsigned, CUstream,
+                             void **, void **);
+  CUresult (*cuStreamCreate)(CUstream *, unsigned);
+  CUresult (*cuStreamDestroy)(CUstream);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+  CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUcontext context = nullptr;
+};
+
+// The model's GPU modules are loaded by a global constructor that may run
+// before this file's static initializers, so all state here is created on
+// first use.
+Driver &theDriver() {
+  static Driver d;
+  return d;
+}
+#define driver theDriver()
+
+template <typename F> bool bind(void *lib, const char *name, F &fn) {
+  fn = reinterpret_cast<F>(dlsym(lib, name));
+  return fn != nullptr;
+}
+
+void loadDriver() {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+  if (!lib) {
+    driver.error = "cannot load the CUDA driver (libcuda.so.1): ";
+    driver.error += dlerror();
+    return;
+  }
+  Driver &d = theDriver();
+  bool ok = bind(lib, "cuInit", d.cuInit) &&
+            bind(lib, "cuDeviceGet", d.cuDeviceGet) &&
+            bind(lib, "cuDeviceGetAttribute", d.cuDeviceGetAttribute) &&
+            bind(lib, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain) &&
+            bind(lib, "cuCtxSetCurrent", d.cuCtxSetCurrent) &&
+            bind(lib, "cuModuleLoadData", d.cuModuleLoadData) &&
+            bind(lib, "cuModuleUnload", d.cuModuleUnload) &&
+            bind(lib, "cuModuleGetFunction", d.cuModuleGetFunction) &&
+            bind(lib, "cuLaunchKernel", d.cuLaunchKernel) &&
+            bind(lib, "cuStreamCreate", d.cuStreamCreate) &&
+            bind(lib, "cuStreamDestroy_v2", d.cuStreamDestroy) &&
+            bind(lib, "cuStreamSynchronize", d.cuStreamSynchronize) &&
+            bind(lib, "cuMemAlloc_v2", d.cuMemAlloc) &&
+            bind(lib, "cuMemFree_v2", d.cuMemFree) &&
+            bind(lib, "cuMemAllocAsync", d.cuMemAllocAsync) &&
+            bind(lib, "cuMemFreeAsync", d.cuMemFreeAsync) &&
+            bind(lib, "cuMemcpyAsync", d.cuMemcpyAsync) &&
+            bind(lib, "cuMemcpyHtoDAsync_v2", d.cuMemcpyHtoDAsync) &&
+            bind(lib, "cuMemcpyDtoHAsync_v2", d.cuMemcpyDtoHAsync) &&
+            bind(lib, "cuMemsetD32Async", d.cuMemsetD32Async) &&
+            bind(lib, "cuGetErrorString", d.cuGetErrorString);
+  if (!ok) {
+    driver.error = "the CUDA driver lacks a required entry point";
+    return;
+  }
+  CUresult r = d.cuInit(0);
+  CUdevice dev;
+  if (r == CUDA_SUCCESS)
+    r = d.cuDeviceGet(&dev, 0);
+  if (r == CUDA_SUCCESS)
+    r = d.cuDevicePrimaryCtxRetain(&d.context, dev);
+  if (r != CUDA_SUCCESS) {
+    const char *s = nullptr;
+    d.cuGetErrorString(r, &s);
+    driver.error = std::string("CUDA initialization failed: ") +
+                   (s ? s : "unknown error");
+    return;
+  }
+  d.loaded = true;
+}
+
+bool ready() {
+  static std::once_flag once;
+  std::call_once(once, loadDriver);
+  if (!driver.loaded) {
+    lastError = driver.error;
+    runFailed = true;
+    return false;
+  }
+  driver.cuCtxSetCurrent(driver.context);
+  return true;
+}
+
+bool check(CUresult r, const char *what) {
+  if (r == CUDA_SUCCESS)
+    return true;
+  const char *s = nullptr;
+  driver.cuGetErrorString(r, &s);
+  if (!runFailed) // keep the first error of a run
+    lastError = std::string(what) + ": " + (s ? s : "unknown CUDA error");
+  runFailed = true;
+  return false;
+}
+
+struct Weights {
+  const void *host = nullptr;
+  CUdeviceptr device = 0;
+};
+std::mutex &weightsMutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<Weights> &uploaded() {
+  static std::vector<Weights> u;
+  return u;
+}
+
+} // namespace
+
+//===--- MLIR gpu-to-llvm ABI ----------------------------------------------===//
+
+SHIM_HIDDEN void *mgpuModuleLoad(void *data, size_t) {
+  if (!ready())
+    return nullptr;
+  CUmodule module = nullptr;
+  check(driver.cuModuleLoadData(&module, data),
+        "loading the model's GPU code (built for another architecture?)");
+  return module;
+}
+
+SHIM_HIDDEN void mgpuModuleUnload(void *module) {
+  if (module && driver.loaded)
+    driver.cuModuleUnload(static_cast<CUmodule>(module));
+}
+
+SHIM_HIDDEN void *mgpuModuleGetFunction(void *module, const char *name) {
+  if (!module || !ready())
+    return nullptr;
+  CUfunction fn = nullptr;
+  check(driver.cuModuleGetFunction(&fn, static_cast<CUmodule>(module), name),
+        "finding a kernel");
+  return fn;
+}
+
+// Every launch of a run goes to the run's stream, in order: creating,
+// synchronizing and destroying per launch (what the lowering asks for)
+// would only add gaps.
+SHIM_HIDDEN void *mgpuStreamCreate() { return runStream; }
+SHIM_HIDDEN void mgpuStreamDestroy(void *) {}
+SHIM_HIDDEN void mgpuStreamSynchronize(void *) {}
+
+SHIM_HIDDEN void mgpuLaunchKernel(void *function, intptr_t gridX,
+                                  intptr_t gridY, intptr_t gridZ,
+                                  intptr_t blockX, intptr_t blockY,
+                                  intptr_t blockZ, int32_t smem, void *stream,
+                                  void **params, void **extra, size_t) {
+  if (runFailed || !function)
+    return;
+  check(driver.cuLaunchKernel(static_cast<CUfunction>(function), gridX, gridY,
+                              gridZ, blockX, blockY, blockZ, smem,
+                              static_cast<CUstream>(stream), params, extra),
+        "launching a kernel");
+}
+
+// Intermediate buffers come from the stream-ordered allocator: allocation
+// and release are ordered with the kernels, with no synchronization.
+SHIM_HIDDEN void *mgpuMemAlloc(uint64_t bytes, void *stream, bool) {
+  if (runFailed || !ready())
+    return nullptr;
+  CUdeviceptr p = 0;
+  check(driver.cuMemAllocAsync(&p, bytes ? bytes : 1,
+                               static_cast<CUstream>(stream)),
+        "allocating device memory");
+  return reinterpret_cast<void *>(p);
+}
+
+SHIM_HIDDEN void mgpuMemFree(void *ptr, void *stream) {
+  if (!ptr || !driver.loaded)
+    return;
+  driver.cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr),
+                        static_cast<CUstream>(stream));
+}
+
+// The async lowering orders work between "streams" with events; all of a
+// run's streams are the one run stream, already in order.
+SHIM_HIDDEN void *mgpuEventCreate() {
+  static int token;
+  return &token;
+}
+SHIM_HIDDEN void mgpuEventDestroy(void *) {}
+SHIM_HIDDEN void mgpuEventSynchronize(void *) {}
+SHIM_HIDDEN void mgpuEventRecord(void *, void *) {}
+SHIM_HIDDEN void mgpuStreamWaitEvent(void *, void *) {}
+
+SHIM_HIDDEN void mgpuMemcpy(void *dst, void *src, size_t bytes,
+                            void *stream) {
+  if (runFailed)
+    return;
+  check(driver.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                             reinterpret_cast<CUdeviceptr>(src), bytes,
+                             static_cast<CUstream>(stream)),
+        "copying on the device");
+}
+
+SHIM_HIDDEN void mgpuMemset32(void *dst, unsigned value, size_t count,
+                              void *stream) {
+  if (runFailed)
+    return;
+  check(driver.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value,
+                                count, static_cast<CUstream>(stream)),
+        "filling device memory");
+}
+
+//===--- mcc run entry -----------------------------------------------------===//
+
+using BodyFn = void (*)(void **deviceBuffers, void *deviceWeights);
+
+SHIM_EXPORT const char *mcc_cuda_last_error() { return lastError.c_str(); }
+
+/// hostBuffers: inputs then outputs (host memory, as the runtime passes
+/// them); bytes: the size of each.
+SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
+                                 int64_t numOutputs, const int64_t *bytes,
+                                 const void *weightBlob, int64_t weightBytes,
+                                 BodyFn body) {
+  runFailed = false;
+  lastError.clear();
+  if (!ready())
+    return 1;
+  CUdeviceptr weights = 0;
+  if (weightBytes > 0) {
+    std::lock_guard<std::mutex> lock(weightsMutex());
+    for (const Weights &w : uploaded())
+      if (w.host == weightBlob)
+        weights = w.device;
+    if (!weights) {
+      if (!check(driver.cuMemAlloc(&weights, weightBytes), "allocating weights"))
+        return 2;
+      if (!check(driver.cuMemcpyHtoDAsync(weights, weightBlob, weightBytes,
+                                          nullptr),
+                 "uploading weights") ||
+          !check(driver.cuStreamSynchronize(nullptr), "uploading weights"))
+        return 2;
+      uploaded().push_back({weightBlob, weights});
+    }
+  }
+  CUstream stream = nullptr;
+  if (!check(driver.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
+             "creating a stream"))
+    return 3;
+  runStream = stream;
+  int64_t n = numInputs + numOutputs;
+  std::vector<CUdeviceptr> device(n, 0);
+  for (int64_t i = 0; i < n && !runFailed; ++i)
+    check(driver.cuMemAlloc(&device[i], bytes[i] ? bytes[i] : 1),
+          "allocating an input/output buffer");
+  for (int64_t i = 0; i < numInputs && !runFailed; ++i)
+    check(driver.cuMemcpyHtoDAsync(device[i], hostBuffers[i], bytes[i], stream),
+          "copying an input to the device");
+  if (!runFailed) {
+    std::vector<void *> ptrs(n);
+    for (int64_t i = 0; i < n; ++i)
+      ptrs[i] = reinterpret_cast<void *>(device[i]);
+    body(ptrs.data(), reinterpret_cast<void *>(weights));
+  }
+  for (int64_t i = numInputs; i < n && !runFailed; ++i)
+    check(driver.cuMemcpyDtoHAsync(hostBuffers[i], device[i], bytes[i], stream),
+          "copying an output to the host");
+  check(driver.cuStreamSynchronize(stream), "running the model");
+  for (CUdeviceptr p : device)
+    if (p)
+      driver.cuMemFree(p);
+  driver.cuStreamDestroy(stream);
+  runStream = nullptr;
+  return runFailed ? 4 : 0;
+}

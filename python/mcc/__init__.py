@@ -1,0 +1,397 @@
+"""Python bindings for the mcc loader runtime (libmccrt, include/mcc/mcc.h).
+
+Pure Python: ctypes + numpy; torch is optional.
+
+    import mcc
+    model = mcc.load("model.so")              # a library written by `mcc compile`
+    print(model.inputs, model.outputs)        # [TensorInfo(name, dtype, shape), ...]
+    out = model(pixel_values=x)               # or model(x), or model.run({"pixel_values": x})
+    logits = out["logits"]                    # always a dict: output name -> array
+
+Inputs may be numpy arrays (or anything np.asarray accepts) or torch
+tensors. An array is made C-contiguous (and native byte order) when it is
+not, but it is never cast to another dtype: a float64 array given for a
+float32 input is passed as float64, and the runtime rejects it with a dtype
+error. Names, shapes and dtypes are checked by the C runtime; its message
+(mcc_last_error) is the text of the MccError raised.
+
+Outputs are numpy arrays allocated before the call and filled by mcc_run.
+When any input was a torch tensor the outputs are torch tensors sharing that
+memory (torch.from_numpy), on the CPU. CUDA tensors given as inputs are
+copied to the host with .cpu() first (the runtime runs cpu models only);
+zero-copy exchange with CUDA memory is future work.
+
+The runtime library is found, in order: the `runtime` argument of load(),
+the MCC_RUNTIME environment variable, <repo>/build/lib/Runtime/libmccrt.so
+next to this package's source tree, then libmccrt.so on the loader path.
+"""
+import ctypes
+import os
+from collections import namedtuple
+from collections.abc import Mapping
+
+import numpy as np
+
+__all__ = ["MccError", "TensorInfo", "Model", "Runtime", "load", "set_num_threads", "find_runtime"]
+
+MCC_MAX_RANK = 8
+
+# onnx.TensorProto.DataType codes, as in mcc_dtype (the ones the runtime runs).
+DTYPES = {
+    1: np.dtype(np.float32),
+    2: np.dtype(np.uint8),
+    3: np.dtype(np.int8),
+    6: np.dtype(np.int32),
+    7: np.dtype(np.int64),
+    9: np.dtype(np.bool_),
+    10: np.dtype(np.float16),
+    11: np.dtype(np.float64),
+}
+# numpy dtype -> ONNX code for every dtype ONNX names, so that an input of a
+# dtype the runtime does not run still reaches it and gets its dtype error.
+_ONNX_CODES = {dt: code for code, dt in DTYPES.items()}
+_ONNX_CODES.update({
+    np.dtype(np.uint16): 4,
+    np.dtype(np.int16): 5,
+    np.dtype(np.uint32): 12,
+    np.dtype(np.uint64): 13,
+    np.dtype(np.complex64): 14,
+    np.dtype(np.complex128): 15,
+})
+
+
+class MccError(RuntimeError):
+    """A failed runtime call; the message is mcc_last_error()'s. `status` is
+    the mcc_status code (None for errors raised before reaching the C API)."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+TensorInfo = namedtuple("TensorInfo", ["name", "dtype", "shape"])
+TensorInfo.__doc__ = "An input or output of a model: name (str), dtype (numpy dtype), shape (tuple of int)."
+
+
+class CTensorInfo(ctypes.Structure):
+    # const char* name; mcc_dtype (C int) dtype; int32 rank; int64 shape[8]
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("dtype", ctypes.c_int),
+        ("rank", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * MCC_MAX_RANK),
+    ]
+
+
+class CTensor(ctypes.Structure):
+    # void* data; mcc_dtype (C int) dtype; int32 rank; int64 shape[8]
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("dtype", ctypes.c_int),
+        ("rank", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * MCC_MAX_RANK),
+    ]
+
+
+assert ctypes.sizeof(CTensorInfo) == 80 and CTensorInfo.shape.offset == 16
+assert ctypes.sizeof(CTensor) == 80 and CTensor.shape.offset == 16
+
+
+class Runtime:
+    """The loaded libmccrt with its function signatures declared."""
+
+    def __init__(self, path):
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as ex:
+            raise MccError(f"cannot load the mcc runtime {path}: {ex}") from None
+        self.path = path
+        P = ctypes.c_void_p
+        lib.mcc_last_error.restype = ctypes.c_char_p
+        lib.mcc_last_error.argtypes = []
+        lib.mcc_status_string.restype = ctypes.c_char_p
+        lib.mcc_status_string.argtypes = [ctypes.c_int]
+        lib.mcc_dtype_name.restype = ctypes.c_char_p
+        lib.mcc_dtype_name.argtypes = [ctypes.c_int]
+        lib.mcc_model_load.restype = ctypes.c_int
+        lib.mcc_model_load.argtypes = [ctypes.c_char_p, ctypes.POINTER(P)]
+        lib.mcc_model_free.restype = None
+        lib.mcc_model_free.argtypes = [P]
+        lib.mcc_model_target.restype = ctypes.c_char_p
+        lib.mcc_model_target.argtypes = [P]
+        lib.mcc_model_arch.restype = ctypes.c_char_p
+        lib.mcc_model_arch.argtypes = [P]
+        lib.mcc_model_num_inputs.restype = ctypes.c_size_t
+        lib.mcc_model_num_inputs.argtypes = [P]
+        lib.mcc_model_num_outputs.restype = ctypes.c_size_t
+        lib.mcc_model_num_outputs.argtypes = [P]
+        for fn in (lib.mcc_model_input_info, lib.mcc_model_output_info):
+            fn.restype = ctypes.c_int
+            fn.argtypes = [P, ctypes.c_size_t, ctypes.POINTER(CTensorInfo)]
+        lib.mcc_set_num_threads.restype = ctypes.c_int
+        lib.mcc_set_num_threads.argtypes = [ctypes.c_int]
+        for fn in (lib.mcc_run, lib.mcc_run_alloc):
+            fn.restype = ctypes.c_int
+            fn.argtypes = [P, ctypes.POINTER(CTensor), ctypes.c_size_t,
+                           ctypes.POINTER(CTensor), ctypes.c_size_t]
+        lib.mcc_tensor_free_data.restype = None
+        lib.mcc_tensor_free_data.argtypes = [ctypes.POINTER(CTensor)]
+        self.lib = lib
+
+    def check(self, status, what=None):
+        """Raises MccError with mcc_last_error()'s text when status != 0."""
+        if status != 0:
+            msg = (self.lib.mcc_last_error() or b"").decode(errors="replace")
+            if not msg:
+                name = (self.lib.mcc_status_string(status) or b"?").decode()
+                msg = f"{name} ({status})"
+            raise MccError(f"{what}: {msg}" if what else msg, status)
+
+    def dtype_name(self, code):
+        return (self.lib.mcc_dtype_name(code) or b"?").decode()
+
+
+_runtimes = {}  # path -> Runtime
+_default_runtime = None  # the last one load() used
+
+
+def find_runtime(runtime=None):
+    """The path of libmccrt that load() would use (see the module doc)."""
+    if runtime:
+        return os.fspath(runtime)
+    env = os.environ.get("MCC_RUNTIME")
+    if env:
+        return env
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    built = os.path.join(repo, "build", "lib", "Runtime", "libmccrt.so")
+    if os.path.exists(built):
+        return built
+    return "libmccrt.so"  # the dynamic loader's search path
+
+
+def _runtime(runtime=None):
+    global _default_runtime
+    if isinstance(runtime, Runtime):
+        rt = runtime
+    else:
+        path = find_runtime(runtime)
+        key = os.path.realpath(path) if os.path.sep in path else path
+        rt = _runtimes.get(key)
+        if rt is None:
+            rt = _runtimes[key] = Runtime(path)
+    _default_runtime = rt
+    return rt
+
+
+def set_num_threads(n, runtime=None):
+    """Threads used by the calling thread's later runs (0: all cores). The
+    runtime needs a loaded model first (it takes OpenMP from the model)."""
+    rt = runtime if isinstance(runtime, Runtime) else (
+        _default_runtime if runtime is None and _default_runtime else _runtime(runtime))
+    rt.check(rt.lib.mcc_set_num_threads(int(n)), "mcc_set_num_threads")
+
+
+def _is_torch(x):
+    return type(x).__module__.split(".")[0] == "torch" and hasattr(x, "numpy") and hasattr(x, "device")
+
+
+def _to_numpy(x):
+    """(array, was_torch) without a dtype cast."""
+    if _is_torch(x):
+        t = x.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()  # host copy; zero-copy CUDA is future work
+        if not t.is_contiguous():
+            t = t.contiguous()
+        try:
+            return t.numpy(), True  # zero-copy
+        except TypeError as ex:  # e.g. bfloat16, which numpy lacks
+            raise MccError(f"torch tensor of dtype {t.dtype} cannot be passed: {ex}") from None
+    return np.asarray(x), False
+
+
+def _fill(t, arr, code, what):
+    if arr.ndim > MCC_MAX_RANK:
+        raise MccError(f"{what}: rank {arr.ndim} is more than the runtime's maximum {MCC_MAX_RANK}")
+    t.data = arr.ctypes.data if arr.size else None
+    t.dtype = code
+    t.rank = arr.ndim
+    for d, n in enumerate(arr.shape):
+        t.shape[d] = n
+
+
+class Model:
+    """A model .so loaded by the runtime. Use mcc.load() to make one."""
+
+    def __init__(self, path, runtime=None):
+        self._handle = None
+        self.path = os.fspath(path)
+        self.runtime = rt = _runtime(runtime)
+        lib = rt.lib
+        handle = ctypes.c_void_p()
+        rt.check(lib.mcc_model_load(self.path.encode(), ctypes.byref(handle)))
+        self._handle = handle
+        self.target = (lib.mcc_model_target(handle) or b"").decode()
+        self.arch = (lib.mcc_model_arch(handle) or b"").decode()
+        self._in = [self._info(lib.mcc_model_input_info, i)
+                    for i in range(lib.mcc_model_num_inputs(handle))]
+        self._out = [self._info(lib.mcc_model_output_info, i)
+                     for i in range(lib.mcc_model_num_outputs(handle))]
+        self.inputs = [TensorInfo(n, DTYPES.get(c), s) for n, c, s in self._in]
+        self.outputs = [TensorInfo(n, DTYPES.get(c), s) for n, c, s in self._out]
+
+    def _info(self, fn, i):
+        info = CTensorInfo()
+        self.runtime.check(fn(self._handle, i, ctypes.byref(info)))
+        return (info.name.decode(), info.dtype, tuple(info.shape[d] for d in range(info.rank)))
+
+    # -- lifetime ---------------------------------------------------------
+    def close(self):
+        """Frees the model; later runs raise MccError."""
+        h, self._handle = getattr(self, "_handle", None), None
+        if h:
+            self.runtime.lib.mcc_model_free(h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        sig = lambda ts: ", ".join(f"{t.name}: {t.dtype}{list(t.shape)}" for t in ts)
+        return f"<mcc.Model {self.path!r} {self.target}/{self.arch} ({sig(self.inputs)}) -> ({sig(self.outputs)})>"
+
+    def _live(self):
+        if not self._handle:
+            raise MccError(f"{self.path}: the model is closed")
+        return self._handle
+
+    # -- running ----------------------------------------------------------
+    def _feeds(self, args, named):
+        """Orders positional and named inputs by the model's inputs."""
+        names = [n for n, _, _ in self._in]
+        if len(args) > len(names):
+            raise MccError(f"{len(args)} positional inputs given, the model has {len(names)} ({names})")
+        feeds = dict(zip(names, args))
+        for k, v in named.items():
+            if k not in names:
+                raise MccError(f"no model input named '{k}'; the model's inputs are {names}")
+            if k in feeds:
+                raise MccError(f"input '{k}' given twice")
+            feeds[k] = v
+        missing = [n for n in names if n not in feeds]
+        if missing:
+            raise MccError(f"missing input{'s' if len(missing) > 1 else ''} "
+                           + ", ".join(f"'{n}'" for n in missing) + f"; the model's inputs are {names}")
+        return [feeds[n] for n in names]
+
+    def _input_structs(self, values):
+        keep, any_torch = [], False
+        ins = (CTensor * max(1, len(values)))()
+        for i, ((name, _, _), v) in enumerate(zip(self._in, values)):
+            arr, was_torch = _to_numpy(v)
+            any_torch |= was_torch
+            if not arr.dtype.isnative:
+                arr = arr.astype(arr.dtype.newbyteorder("="))  # same values, native order
+            arr = np.ascontiguousarray(arr)  # keeps the dtype
+            code = _ONNX_CODES.get(arr.dtype)
+            if code is None:
+                raise MccError(f"input {i} ('{name}'): dtype {arr.dtype} given, the model expects "
+                               f"{self.runtime.dtype_name(self._in[i][1])}", 5)
+            keep.append(arr)
+            _fill(ins[i], arr, code, f"input {i} ('{name}')")
+        return ins, keep, any_torch
+
+    def prepare(self, feeds, out_shapes=None):
+        """Binds inputs and preallocated outputs once for repeated runs.
+
+        feeds: a mapping name -> array. out_shapes: optional name -> shape
+        for outputs whose shape the model leaves dynamic. Returns
+        (call, outputs): call() runs the model into the arrays of the dict
+        `outputs` (raising MccError on failure); the bound input arrays and
+        outputs are kept alive by call."""
+        handle = self._live()
+        values = self._feeds((), dict(feeds))
+        ins, keep, _ = self._input_structs(values)
+        outs, out_arrays = self._output_structs(out_shapes)
+        if outs is None:
+            raise MccError("an output has a dynamic shape; pass its shape in out_shapes")
+        keep += list(out_arrays.values()) + [ins, outs]
+        run, rt, ni, no = self.runtime.lib.mcc_run, self.runtime, len(self._in), len(self._out)
+
+        def call(_keep=keep):
+            s = run(handle, ins, ni, outs, no)
+            if s:
+                rt.check(s, "mcc_run")
+
+        return call, out_arrays
+
+    def _output_structs(self, out_shapes=None):
+        outs = (CTensor * max(1, len(self._out)))()
+        arrays = {}
+        for i, (name, code, shape) in enumerate(self._out):
+            if any(d < 0 for d in shape):
+                if not out_shapes or name not in out_shapes:
+                    return None, None
+                shape = tuple(out_shapes[name])
+            dt = DTYPES.get(code)
+            if dt is None:
+                raise MccError(f"output {i} ('{name}'): dtype code {code} is not supported by this binding")
+            arr = np.empty(shape, dtype=dt)
+            arrays[name] = arr
+            _fill(outs[i], arr, code, f"output {i} ('{name}')")
+        return outs, arrays
+
+    def run(self, feeds):
+        """Runs on a mapping input name -> array; returns {output name: array}."""
+        if not isinstance(feeds, Mapping):
+            raise TypeError("Model.run takes a dict of input name -> array")
+        return self._run(self._feeds((), dict(feeds)))
+
+    def __call__(self, *args, **named):
+        """model(x, ...) or model(name=x, ...); returns {output name: array}."""
+        return self._run(self._feeds(args, named))
+
+    def _run(self, values):
+        handle = self._live()
+        lib, rt = self.runtime.lib, self.runtime
+        ins, keep, any_torch = self._input_structs(values)
+        outs, arrays = self._output_structs()
+        if outs is not None:
+            rt.check(lib.mcc_run(handle, ins, len(self._in), outs, len(self._out)))
+        else:  # a dynamic output shape: let the runtime allocate, then copy
+            outs = (CTensor * max(1, len(self._out)))()
+            rt.check(lib.mcc_run_alloc(handle, ins, len(self._in), outs, len(self._out)))
+            arrays = {}
+            try:
+                for i, (name, code, _) in enumerate(self._out):
+                    t = outs[i]
+                    shape = tuple(t.shape[d] for d in range(t.rank))
+                    dt = DTYPES[t.dtype]
+                    arr = np.empty(shape, dtype=dt)
+                    if arr.nbytes:
+                        ctypes.memmove(arr.ctypes.data, t.data, arr.nbytes)
+                    arrays[name] = arr
+            finally:
+                for i in range(len(self._out)):
+                    lib.mcc_tensor_free_data(ctypes.byref(outs[i]))
+        del keep  # the inputs stayed alive through the call
+        if any_torch:
+            import torch
+            return {k: torch.from_numpy(v) for k, v in arrays.items()}
+        return arrays
+
+
+def load(path, runtime=None):
+    """Loads a model .so written by `mcc compile`. runtime: the path of
+    libmccrt.so (default: $MCC_RUNTIME, the repo's build tree, then the
+    loader path). Raises MccError when the runtime or the model cannot be
+    loaded."""
+    return Model(path, runtime)

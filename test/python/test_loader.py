@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Tests of the Python loader (python/mcc): compile two models, load them
+through libmccrt, compare with reference.npz, and check the errors.
+
+    python3 test/python/test_loader.py --mcc build/tools/mcc/mcc \\
+        --runtime build/lib/Runtime/libmccrt.so --models models
+
+Plain unittest; the torch tests are skipped when torch is not importable.
+"""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import mcc  # noqa: E402
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+ARGS = None
+MODELS = {
+    "resnet-ts": ["pixel_values=2x3x64x64"],
+    "bert-ts": ["input_ids=2x16", "attention_mask=2x16", "token_type_ids=2x16"],
+}
+TMP = None
+SO = {}
+
+
+def rel_err(got, ref):
+    got, ref = np.asarray(got), np.asarray(ref)
+    if got.shape != ref.shape:
+        return float("inf")
+    scale = float(np.max(np.abs(ref))) or 1.0
+    return float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64)))) / scale
+
+
+def setUpModule():
+    global TMP
+    TMP = tempfile.mkdtemp(prefix="mcc-pytest-")
+    for name, shapes in MODELS.items():
+        so = os.path.join(TMP, name + ".so")
+        cmd = [ARGS.mcc, "compile", os.path.join(ARGS.models, name, "model.onnx"), "-o", so, "--target", "cpu"]
+        for s in shapes:
+            cmd += ["--shape", s]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{r.stdout}{r.stderr}")
+        SO[name] = so
+
+
+def tearDownModule():
+    if TMP:
+        shutil.rmtree(TMP, ignore_errors=True)
+
+
+def data(name):
+    folder = os.path.join(ARGS.models, name)
+    return dict(np.load(os.path.join(folder, "inputs.npz"))), dict(np.load(os.path.join(folder, "reference.npz")))
+
+
+class LoaderTest(unittest.TestCase):
+    def load(self, name):
+        m = mcc.load(SO[name], runtime=ARGS.runtime)
+        self.addCleanup(m.close)
+        return m
+
+    def check_outputs(self, out, ref):
+        self.assertIsInstance(out, dict)
+        self.assertEqual(sorted(out), sorted(ref))
+        for k in ref:
+            err = rel_err(out[k], ref[k])
+            self.assertLessEqual(err, 1e-4, f"{k}: rel.err {err}")
+
+    def test_signature(self):
+        m = self.load("bert-ts")
+        self.assertEqual(m.target, "cpu")
+        self.assertTrue(m.arch)
+        self.assertEqual([t.name for t in m.inputs], ["input_ids", "attention_mask", "token_type_ids"])
+        for t in m.inputs:
+            self.assertEqual(t.dtype, np.dtype(np.int64))
+            self.assertEqual(t.shape, (2, 16))
+        self.assertEqual({t.name: t.shape for t in m.outputs},
+                         {"last_hidden_state": (2, 16, 64), "pooler_output": (2, 64)})
+        self.assertEqual(m.outputs[0].dtype, np.dtype(np.float32))
+
+    def test_resnet(self):
+        feeds, ref = data("resnet-ts")
+        m = self.load("resnet-ts")
+        self.check_outputs(m(feeds["pixel_values"]), ref)  # positional
+        self.check_outputs(m.run(feeds), ref)
+        x = np.asfortranarray(feeds["pixel_values"])  # non-contiguous: copied, same dtype
+        self.check_outputs(m(pixel_values=x), ref)
+
+    def test_bert(self):
+        feeds, ref = data("bert-ts")
+        with mcc.load(SO["bert-ts"], runtime=ARGS.runtime) as m:
+            self.check_outputs(m(**feeds), ref)
+            self.check_outputs(m.run(feeds), ref)
+            mcc.set_num_threads(1)
+            self.check_outputs(m.run(feeds), ref)
+            mcc.set_num_threads(0)
+        with self.assertRaises(mcc.MccError):
+            m.run(feeds)  # closed
+
+    def test_prepare(self):
+        feeds, ref = data("resnet-ts")
+        m = self.load("resnet-ts")
+        call, outs = m.prepare(feeds)
+        call()
+        call()
+        self.check_outputs(outs, ref)
+
+    def test_wrong_shape(self):
+        feeds, _ = data("resnet-ts")
+        m = self.load("resnet-ts")
+        with self.assertRaises(mcc.MccError) as cm:
+            m(pixel_values=feeds["pixel_values"][:1])
+        self.assertIn("shape", str(cm.exception))
+        self.assertIn("pixel_values", str(cm.exception))
+
+    def test_wrong_dtype(self):
+        feeds, _ = data("resnet-ts")
+        m = self.load("resnet-ts")
+        with self.assertRaises(mcc.MccError) as cm:
+            m(pixel_values=feeds["pixel_values"].astype(np.float64))  # never cast silently
+        self.assertIn("dtype", str(cm.exception))
+        self.assertIn("float64", str(cm.exception))
+        feeds, _ = data("bert-ts")
+        m = self.load("bert-ts")
+        feeds["attention_mask"] = feeds["attention_mask"].astype(np.int32)
+        with self.assertRaises(mcc.MccError) as cm:
+            m.run(feeds)
+        self.assertIn("dtype", str(cm.exception))
+        self.assertIn("attention_mask", str(cm.exception))
+
+    def test_missing_and_unknown_input(self):
+        feeds, _ = data("bert-ts")
+        m = self.load("bert-ts")
+        del feeds["token_type_ids"]
+        with self.assertRaises(mcc.MccError) as cm:
+            m.run(feeds)
+        self.assertIn("token_type_ids", str(cm.exception))
+        feeds["token_type_ids"] = feeds["input_ids"]
+        feeds["bogus"] = feeds["input_ids"]
+        with self.assertRaises(mcc.MccError) as cm:
+            m.run(feeds)
+        self.assertIn("bogus", str(cm.exception))
+
+    def test_load_errors(self):
+        bad = os.path.join(TMP, "not-a-model.so")
+        with open(bad, "w") as f:
+            f.write("this is not a shared library\n")
+        with self.assertRaises(mcc.MccError) as cm:
+            mcc.load(bad, runtime=ARGS.runtime)
+        self.assertIn("not-a-model.so", str(cm.exception))
+        with self.assertRaises(mcc.MccError):
+            mcc.load(os.path.join(ARGS.models, "resnet-ts", "model.onnx"), runtime=ARGS.runtime)
+        with self.assertRaises(mcc.MccError) as cm:
+            mcc.load(os.path.join(TMP, "missing.so"), runtime=ARGS.runtime)
+        self.assertIn("no such file", str(cm.exception))
+        self.assertTrue(issubclass(mcc.MccError, RuntimeError))
+        with self.assertRaises(mcc.MccError):
+            mcc.load(SO["resnet-ts"], runtime=os.path.join(TMP, "no-libmccrt.so"))
+
+    @unittest.skipIf(torch is None, "torch is not importable")
+    def test_torch(self):
+        feeds, ref = data("bert-ts")
+        m = self.load("bert-ts")
+        t = {k: torch.from_numpy(v) for k, v in feeds.items()}
+        out = m(**t)
+        for v in out.values():
+            self.assertIsInstance(v, torch.Tensor)
+        self.check_outputs({k: v.numpy() for k, v in out.items()}, ref)
+        t["input_ids"] = t["input_ids"].t().contiguous().t()  # non-contiguous view
+        self.check_outputs({k: v.numpy() for k, v in m.run(t).items()}, ref)
+        t["attention_mask"] = t["attention_mask"].to(torch.int32)
+        with self.assertRaises(mcc.MccError) as cm:
+            m.run(t)
+        self.assertIn("dtype", str(cm.exception))
+        if torch.cuda.is_available():
+            feeds, ref = data("resnet-ts")
+            mr = self.load("resnet-ts")
+            out = mr(torch.from_numpy(feeds["pixel_values"]).cuda())
+            self.check_outputs({k: v.numpy() for k, v in out.items()}, ref)
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mcc", default=os.path.join(ROOT, "build/tools/mcc/mcc"))
+    ap.add_argument("--runtime", default=os.path.join(ROOT, "build/lib/Runtime/libmccrt.so"))
+    ap.add_argument("--models", default=os.path.join(ROOT, "models"))
+    ARGS, rest = ap.parse_known_args()
+    ARGS.mcc, ARGS.runtime, ARGS.models = (os.path.abspath(p) for p in (ARGS.mcc, ARGS.runtime, ARGS.models))
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
