@@ -29,12 +29,37 @@ def main():
     ap.add_argument("--runtime", default=None)
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--only", default=None, help="comma-separated entry names")
+    ap.add_argument("--isolate", action="store_true",
+                    help="run each entry in its own process (a CUDA fault "
+                         "poisons the process that hits it)")
     args = ap.parse_args()
+    if args.isolate:
+        import subprocess
+        entries = json.load(open(os.path.join(args.models, "manifest.json")))
+        entries = entries["entries"] if isinstance(entries, dict) else entries
+        lines, failed = [], 0
+        for e in entries:
+            cmd = [sys.executable, os.path.abspath(__file__), "--models", args.models,
+                   "--so-dir", args.so_dir, "--tol", str(args.tol), "--runs", str(args.runs),
+                   "--only", e["name"]]
+            if args.runtime:
+                cmd += ["--runtime", args.runtime]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            row = [l for l in r.stdout.splitlines() if l.startswith(e["name"] + " ")]
+            lines.append(row[0] if row else f"{e['name']:22} CRASH     {r.stderr.strip()[-120:]}")
+            failed += r.returncode != 0
+        print(f"{'model':22} {'result':9} {'rel.err':>10} {'median ms':>10}")
+        print("\n".join(lines))
+        print(f"{len(lines) - failed}/{len(lines)} entries match the PyTorch reference on the GPU")
+        return 1 if failed else 0
     entries = json.load(open(os.path.join(args.models, "manifest.json")))
     entries = entries["entries"] if isinstance(entries, dict) else entries
     rows, failed = [], 0
     for e in entries:
         name = e["name"]
+        if args.only and name not in args.only.split(","):
+            continue
         so = os.path.join(args.so_dir, name + ".so")
         if not os.path.exists(so):
             rows.append((name, "missing", "", ""))

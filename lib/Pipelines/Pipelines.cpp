@@ -54,7 +54,9 @@ const StageText kCudaStages[] = {
     {"mcc-cuda-kernels",
      "loop nests onto blocks and threads; host buffers in device memory; "
      "kernels outlined",
-     "func.func(mcc-strided-copy-to-linalg),convert-linalg-to-parallel-loops,"
+     "mcc-gpu-library-calls,"
+     "func.func(mcc-strided-copy-to-linalg{all-copies}),"
+     "convert-linalg-to-parallel-loops,"
      "canonicalize,func.func(mcc-gpu-device-memory),func.func(mcc-gpu-"
      "distribute),convert-parallel-loops-to-gpu,canonicalize,"
      "gpu-kernel-outlining,func.func(gpu-async-region),canonicalize,cse"},

@@ -41,6 +41,8 @@ struct GpuDistributeLoopsPass
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     MLIRContext *ctx = &getContext();
+    if (func.isExternal())
+      return;
     IRRewriter rewriter(ctx);
     Block &body = func.getBody().front();
 

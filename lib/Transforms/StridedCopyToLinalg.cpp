@@ -22,10 +22,13 @@ bool isContiguous(Value v) {
 
 struct StridedCopyToLinalgPass
     : mcc::impl::StridedCopyToLinalgBase<StridedCopyToLinalgPass> {
+  using StridedCopyToLinalgBase::StridedCopyToLinalgBase;
+
   void runOnOperation() override {
     SmallVector<memref::CopyOp> copies;
     getOperation().walk([&](memref::CopyOp op) {
-      if (!isContiguous(op.getSource()) || !isContiguous(op.getTarget()))
+      if (allCopies || !isContiguous(op.getSource()) ||
+          !isContiguous(op.getTarget()))
         copies.push_back(op);
     });
     IRRewriter rewriter(&getContext());

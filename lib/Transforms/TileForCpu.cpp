@@ -53,6 +53,8 @@ struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
     SmallVector<linalg::LinalgOp> candidates;
     for (Operation &op : func.getBody().front())
       if (auto lop = dyn_cast<linalg::LinalgOp>(&op))

@@ -18,3 +18,8 @@ func.func @contiguous(%a: memref<4x8xf32>, %b: memref<4x8xf32>) {
   memref.copy %a, %b : memref<4x8xf32> to memref<4x8xf32>
   return
 }
+
+// RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-strided-copy-to-linalg{all-copies}))' | FileCheck %s --check-prefix=ALL
+// ALL-LABEL: func.func @contiguous
+// ALL-NOT: memref.copy
+// ALL: linalg.copy

@@ -63,8 +63,14 @@ def StridedCopyToLinalg
     The LLVM lowering of memref.copy calls `memrefCopy` from MLIR's C
     runner utilities unless both sides are contiguous. A model .so must not
     depend on that library, so such copies become linalg.copy, which
-    lowers to plain loops.
+    lowers to plain loops. With `all-copies` every copy is converted: on
+    the GPU a copy out of a constant global must run as a kernel, which
+    sees the global in device memory.
   }];
+  let options = [
+    Option<"allCopies", "all-copies", "bool", "false",
+           "Convert contiguous copies too">,
+  ];
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
@@ -96,6 +102,19 @@ def GpuDistributeLoops : Pass<"mcc-gpu-distribute", "mlir::func::FuncOp"> {
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
                            "mlir::affine::AffineDialect"];
+}
+
+def GpuLibraryCalls : Pass<"mcc-gpu-library-calls", "mlir::ModuleOp"> {
+  let summary = "Matrix products on the GPU through cuBLAS";
+  let description = [{
+    On bufferized IR, every f32 linalg.matmul and linalg.batch_matmul whose
+    operands are unit-stride in their last dimension becomes a call to the
+    CUDA runtime shim (mcc_gpu_sgemm / mcc_gpu_sgemm_batched), which runs
+    cuBLAS on the run's stream with C += A * B (beta = 1 keeps linalg's
+    accumulate semantics; TF32 stays off). Operands are cast to fully
+    dynamic strided memrefs so one declaration serves every shape.
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::memref::MemRefDialect"];
 }
 
 #endif // MCC_TRANSFORMS_PASSES

@@ -13,8 +13,10 @@
 #include <cuda.h>
 
 #include <dlfcn.h>
+#include <glob.h>
 
 #include <cstdarg>
+#include <cstdlib>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -146,6 +148,13 @@ bool check(CUresult r, const char *what) {
   return false;
 }
 
+// GPU modules load in a global constructor at dlopen: a failure there (no
+// driver, code for another architecture) must fail every later run.
+std::string &moduleLoadError() {
+  static std::string e;
+  return e;
+}
+
 struct Weights {
   const void *host = nullptr;
   CUdeviceptr device = 0;
@@ -164,11 +173,28 @@ std::vector<Weights> &uploaded() {
 //===--- MLIR gpu-to-llvm ABI ----------------------------------------------===//
 
 SHIM_HIDDEN void *mgpuModuleLoad(void *data, size_t) {
-  if (!ready())
+  if (!ready()) {
+    moduleLoadError() = lastError;
     return nullptr;
+  }
   CUmodule module = nullptr;
-  check(driver.cuModuleLoadData(&module, data),
-        "loading the model's GPU code (built for another architecture?)");
+  CUresult r = driver.cuModuleLoadData(&module, data);
+  if (r != CUDA_SUCCESS && moduleLoadError().empty()) {
+    CUdevice dev;
+    int major = 0, minor = 0;
+    driver.cuDeviceGet(&dev, 0);
+    driver.cuDeviceGetAttribute(
+        &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    driver.cuDeviceGetAttribute(
+        &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    const char *s = nullptr;
+    driver.cuGetErrorString(r, &s);
+    moduleLoadError() =
+        std::string("cannot load the model's GPU code on this GPU (sm_") +
+        std::to_string(major * 10 + minor) + "): " +
+        (s ? s : "unknown error") +
+        "; recompile with --gpu-arch for this GPU";
+  }
   return module;
 }
 
@@ -198,8 +224,13 @@ SHIM_HIDDEN void mgpuLaunchKernel(void *function, intptr_t gridX,
                                   intptr_t blockX, intptr_t blockY,
                                   intptr_t blockZ, int32_t smem, void *stream,
                                   void **params, void **extra, size_t) {
-  if (runFailed || !function)
+  if (runFailed)
     return;
+  if (!function) {
+    lastError = "a kernel of this model was not loaded";
+    runFailed = true;
+    return;
+  }
   check(driver.cuLaunchKernel(static_cast<CUfunction>(function), gridX, gridY,
                               gridZ, blockX, blockY, blockZ, smem,
                               static_cast<CUstream>(stream), params, extra),
@@ -255,6 +286,174 @@ SHIM_HIDDEN void mgpuMemset32(void *dst, unsigned value, size_t count,
         "filling device memory");
 }
 
+//===--- cuBLAS -------------------------------------------------------------===//
+//
+// Found at run time: $MCC_CUDA_LIBRARY_PATH (colon-separated folders), the
+// loader path, the CUDA toolkit, then the nvidia-cublas wheel of a Python
+// environment (where PyTorch keeps its copy).
+
+namespace {
+
+using BlasHandle = void *;
+struct Blas {
+  bool loaded = false;
+  std::string error;
+  int (*create)(BlasHandle *);
+  int (*setStream)(BlasHandle, CUstream);
+  int (*setMathMode)(BlasHandle, int);
+  int (*sgemm)(BlasHandle, int, int, int, int, int, const float *,
+               const float *, int, const float *, int, const float *, float *,
+               int);
+  int (*sgemmStridedBatched)(BlasHandle, int, int, int, int, int,
+                             const float *, const float *, int, long long,
+                             const float *, int, long long, const float *,
+                             float *, int, long long, int);
+};
+
+Blas &theBlas() {
+  static Blas b;
+  return b;
+}
+
+void *openFirst(const std::vector<std::string> &candidates) {
+  for (const std::string &c : candidates)
+    if (void *h = dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL))
+      return h;
+  return nullptr;
+}
+
+std::vector<std::string> libraryCandidates(const char *base) {
+  std::vector<std::string> names = {std::string(base) + ".so.13",
+                                    std::string(base) + ".so.12",
+                                    std::string(base) + ".so"};
+  std::vector<std::string> out;
+  if (const char *env = std::getenv("MCC_CUDA_LIBRARY_PATH")) {
+    std::string dirs = env;
+    size_t start = 0;
+    while (start <= dirs.size()) {
+      size_t end = dirs.find(':', start);
+      std::string dir = dirs.substr(start, end - start);
+      if (!dir.empty())
+        for (const auto &n : names)
+          out.push_back(dir + "/" + n);
+      if (end == std::string::npos)
+        break;
+      start = end + 1;
+    }
+  }
+  for (const auto &n : names)
+    out.push_back(n);
+  for (const auto &n : names)
+    out.push_back("/usr/local/cuda/lib64/" + n);
+  const char *patterns[] = {
+      "/opt/*/.venv/lib/python3*/site-packages/nvidia/*/lib",
+      "/usr/local/lib/python3*/dist-packages/nvidia/*/lib",
+      "/usr/local/lib/python3*/site-packages/nvidia/*/lib",
+      "/usr/lib/python3/dist-packages/nvidia/*/lib"};
+  for (const char *pattern : patterns) {
+    glob_t g;
+    if (glob(pattern, 0, nullptr, &g) == 0)
+      for (size_t i = 0; i < g.gl_pathc; ++i)
+        for (const auto &n : names)
+          out.push_back(std::string(g.gl_pathv[i]) + "/" + n);
+    globfree(&g);
+  }
+  return out;
+}
+
+bool blasReady() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Blas &b = theBlas();
+    void *lib = openFirst(libraryCandidates("libcublas"));
+    if (!lib) {
+      b.error = "cannot find cuBLAS (libcublas.so.13): set "
+                "MCC_CUDA_LIBRARY_PATH to the folder that holds it (e.g. the "
+                "nvidia/cu13/lib folder of a PyTorch environment)";
+      return;
+    }
+    bool ok = bind(lib, "cublasCreate_v2", b.create) &&
+              bind(lib, "cublasSetStream_v2", b.setStream) &&
+              bind(lib, "cublasSetMathMode", b.setMathMode) &&
+              bind(lib, "cublasSgemm_v2", b.sgemm) &&
+              bind(lib, "cublasSgemmStridedBatched", b.sgemmStridedBatched);
+    if (!ok) {
+      b.error = "the cuBLAS library found lacks a required entry point";
+      return;
+    }
+    b.loaded = true;
+  });
+  if (!theBlas().loaded) {
+    if (!runFailed)
+      lastError = theBlas().error;
+    runFailed = true;
+    return false;
+  }
+  return true;
+}
+
+/// One handle per thread, bound to the run's stream.
+BlasHandle blasHandle() {
+  thread_local BlasHandle handle = nullptr;
+  if (!handle) {
+    if (theBlas().create(&handle) != 0) {
+      lastError = "cublasCreate failed";
+      runFailed = true;
+      return nullptr;
+    }
+    theBlas().setMathMode(handle, 0); // CUBLAS_DEFAULT_MATH: no TF32
+  }
+  theBlas().setStream(handle, runStream);
+  return handle;
+}
+
+} // namespace
+
+// Row-major C (m x n) += A (m x k) * B (k x n) is column-major
+// C^T += B^T * A^T: cuBLAS gets the operands swapped.
+SHIM_HIDDEN void mcc_gpu_sgemm(float *, float *a, int64_t aOff, int64_t m,
+                               int64_t k, int64_t lda, int64_t, float *,
+                               float *b, int64_t bOff, int64_t, int64_t n,
+                               int64_t ldb, int64_t, float *, float *c,
+                               int64_t cOff, int64_t, int64_t, int64_t ldc,
+                               int64_t) {
+  if (runFailed || !blasReady())
+    return;
+  BlasHandle h = blasHandle();
+  if (!h)
+    return;
+  const float one = 1.0f;
+  int rc = theBlas().sgemm(h, 0, 0, n, m, k, &one, b + bOff, ldb, a + aOff,
+                           lda, &one, c + cOff, ldc);
+  if (rc != 0) {
+    lastError = "cublasSgemm failed with status " + std::to_string(rc);
+    runFailed = true;
+  }
+}
+
+SHIM_HIDDEN void
+mcc_gpu_sgemm_batched(float *, float *a, int64_t aOff, int64_t batch,
+                      int64_t m, int64_t k, int64_t aBatch, int64_t lda,
+                      int64_t, float *, float *b, int64_t bOff, int64_t,
+                      int64_t, int64_t n, int64_t bBatch, int64_t ldb, int64_t,
+                      float *, float *c, int64_t cOff, int64_t, int64_t,
+                      int64_t, int64_t cBatch, int64_t ldc, int64_t) {
+  if (runFailed || !blasReady())
+    return;
+  BlasHandle h = blasHandle();
+  if (!h)
+    return;
+  const float one = 1.0f;
+  int rc = theBlas().sgemmStridedBatched(h, 0, 0, n, m, k, &one, b + bOff,
+                                         ldb, bBatch, a + aOff, lda, aBatch,
+                                         &one, c + cOff, ldc, cBatch, batch);
+  if (rc != 0) {
+    lastError = "cublasSgemmStridedBatched failed with status " +
+                std::to_string(rc);
+    runFailed = true;
+  }
+}
+
 //===--- mcc run entry -----------------------------------------------------===//
 
 using BodyFn = void (*)(void **deviceBuffers, void *deviceWeights);
@@ -271,6 +470,10 @@ SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
   lastError.clear();
   if (!ready())
     return 1;
+  if (!moduleLoadError().empty()) {
+    lastError = moduleLoadError();
+    return 5;
+  }
   CUdeviceptr weights = 0;
   if (weightBytes > 0) {
     std::lock_guard<std::mutex> lock(weightsMutex());

@@ -1,0 +1,100 @@
+//===- GpuLibraryCalls.cpp - matrix products through cuBLAS ---------------===//
+
+#include "mcc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mcc {
+#define GEN_PASS_DEF_GPULIBRARYCALLS
+#include "mcc/Transforms/Passes.h.inc"
+} // namespace mcc
+
+using namespace mlir;
+
+namespace {
+
+/// f32, and the last dimension contiguous: what cuBLAS takes with a
+/// leading dimension.
+bool blasCompatible(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
+    return false;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return false;
+  return !strides.empty() && strides.back() == 1;
+}
+
+/// True if `v` views a memref.global: host memory, which cuBLAS cannot
+/// read (kernels can: outlining moves the global to the GPU module).
+bool viewsGlobal(Value v) {
+  while (Operation *def = v.getDefiningOp()) {
+    if (isa<memref::GetGlobalOp>(def))
+      return true;
+    if (isa<memref::SubViewOp, memref::CastOp, memref::ExpandShapeOp,
+            memref::CollapseShapeOp, memref::ReinterpretCastOp>(def))
+      v = def->getOperand(0);
+    else
+      return false;
+  }
+  return false;
+}
+
+MemRefType dynamicStrided(MLIRContext *ctx, int64_t rank) {
+  SmallVector<int64_t> shape(rank, ShapedType::kDynamic);
+  SmallVector<int64_t> strides(rank, ShapedType::kDynamic);
+  auto layout = StridedLayoutAttr::get(ctx, ShapedType::kDynamic, strides);
+  return MemRefType::get(shape, Float32Type::get(ctx), layout);
+}
+
+struct GpuLibraryCallsPass
+    : mcc::impl::GpuLibraryCallsBase<GpuLibraryCallsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    SmallVector<linalg::LinalgOp> products;
+    module.walk([&](linalg::LinalgOp op) {
+      if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
+          !op.hasPureBufferSemantics())
+        return;
+      // A matmul with a transposing or broadcasting indexing_maps
+      // attribute is not a plain product.
+      if (op.hasUserDefinedMaps())
+        return;
+      for (Value v : op->getOperands())
+        if (!blasCompatible(v) || viewsGlobal(v))
+          return;
+      products.push_back(op);
+    });
+    OpBuilder builder(ctx);
+    auto declare = [&](StringRef name, int64_t rank) {
+      if (module.lookupSymbol<func::FuncOp>(name))
+        return;
+      builder.setInsertionPointToStart(module.getBody());
+      MemRefType t = dynamicStrided(ctx, rank);
+      auto fn = func::FuncOp::create(builder, module.getLoc(), name,
+                                     builder.getFunctionType({t, t, t}, {}));
+      fn.setPrivate();
+    };
+    IRRewriter rewriter(ctx);
+    for (linalg::LinalgOp op : products) {
+      bool batched = isa<linalg::BatchMatmulOp>(op);
+      StringRef name = batched ? "mcc_gpu_sgemm_batched" : "mcc_gpu_sgemm";
+      int64_t rank = batched ? 3 : 2;
+      declare(name, rank);
+      rewriter.setInsertionPoint(op);
+      SmallVector<Value> args;
+      for (Value v : op->getOperands())
+        args.push_back(memref::CastOp::create(rewriter, op.getLoc(),
+                                              dynamicStrided(ctx, rank), v));
+      func::CallOp::create(rewriter, op.getLoc(), name, TypeRange{}, args);
+      rewriter.eraseOp(op);
+    }
+  }
+};
+
+} // namespace
