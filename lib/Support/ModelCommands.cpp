@@ -6,7 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <random>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -115,6 +119,126 @@ int inspectModelCommand(const std::string &modelPath) {
                       {"inputs", describe(true)},
                       {"outputs", describe(false)}};
   std::cout << j.dump(2) << std::endl;
+  return 0;
+}
+
+int benchModelCommand(const std::string &modelPath, const std::string &input,
+                      int warmup, int iterations, int numThreads, bool json) {
+  if (iterations < 1 || warmup < 0)
+    return report("--iterations must be >= 1 and --warmup >= 0");
+  ModelPtr model;
+  if (!loadModel(modelPath, model))
+    return 1;
+  if (numThreads > 0 && mcc_set_num_threads(numThreads) != MCC_OK)
+    return report(mcc_last_error());
+  size_t nin = mcc_model_num_inputs(model.get());
+  size_t nout = mcc_model_num_outputs(model.get());
+  std::vector<HostTensor> inputs;
+  std::vector<std::string> names;
+  std::vector<mcc_tensor_info> infos(nin);
+  for (size_t i = 0; i < nin; ++i) {
+    mcc_model_input_info(model.get(), i, &infos[i]);
+    names.push_back(infos[i].name);
+  }
+  std::string error;
+  if (!input.empty()) {
+    if (!readRunInputs(input, names, inputs, error))
+      return report(error);
+  } else {
+    std::mt19937 rng(1234);
+    for (size_t i = 0; i < nin; ++i) {
+      HostTensor t;
+      t.name = infos[i].name;
+      t.dtype = infos[i].dtype;
+      t.shape.assign(infos[i].shape, infos[i].shape + infos[i].rank);
+      size_t n = t.numElements(), es = mcc_dtype_size(t.dtype);
+      t.data.assign(n * es, 0);
+      for (size_t k = 0; k < n; ++k) {
+        uint8_t *p = t.data.data() + k * es;
+        if (t.dtype == MCC_FLOAT32) {
+          float v = std::uniform_real_distribution<float>(-1, 1)(rng);
+          std::memcpy(p, &v, 4);
+        } else if (t.dtype == MCC_FLOAT64) {
+          double v = std::uniform_real_distribution<double>(-1, 1)(rng);
+          std::memcpy(p, &v, 8);
+        } else if (t.dtype == MCC_BOOL) {
+          *p = 1;
+        } else {
+          int64_t v = std::uniform_int_distribution<int64_t>(0, 9)(rng);
+          std::memcpy(p, &v, std::min<size_t>(es, 8));
+        }
+      }
+      inputs.push_back(std::move(t));
+    }
+  }
+  std::vector<mcc_tensor> in(nin), out(nout);
+  std::vector<std::vector<uint8_t>> outStore(nout);
+  for (size_t i = 0; i < nin; ++i) {
+    in[i].data = inputs[i].data.data();
+    in[i].dtype = inputs[i].dtype;
+    in[i].rank = static_cast<int32_t>(inputs[i].shape.size());
+    for (size_t d = 0; d < inputs[i].shape.size() && d < MCC_MAX_RANK; ++d)
+      in[i].shape[d] = inputs[i].shape[d];
+  }
+  for (size_t i = 0; i < nout; ++i) {
+    mcc_tensor_info info;
+    mcc_model_output_info(model.get(), i, &info);
+    size_t n = 1;
+    for (int d = 0; d < info.rank; ++d)
+      n *= info.shape[d];
+    outStore[i].assign(n * mcc_dtype_size(info.dtype) + 1, 0);
+    out[i].data = outStore[i].data();
+    out[i].dtype = info.dtype;
+    out[i].rank = info.rank;
+    for (int d = 0; d < info.rank; ++d)
+      out[i].shape[d] = info.shape[d];
+  }
+  auto runOnce = [&]() -> bool {
+    return mcc_run(model.get(), in.data(), nin, out.data(), nout) == MCC_OK;
+  };
+  for (int i = 0; i < warmup; ++i)
+    if (!runOnce())
+      return report(mcc_last_error());
+  std::vector<double> ms;
+  ms.reserve(iterations);
+  for (int i = 0; i < iterations; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    if (!runOnce())
+      return report(mcc_last_error());
+    ms.push_back(std::chrono::duration<double, std::milli>(
+                     std::chrono::steady_clock::now() - t0)
+                     .count());
+  }
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  auto pct = [&](double p) {
+    size_t idx = static_cast<size_t>(std::ceil(p / 100.0 * sorted.size())) - 1;
+    return sorted[std::min(idx, sorted.size() - 1)];
+  };
+  double mean = 0;
+  for (double v : ms)
+    mean += v;
+  mean /= ms.size();
+  if (json) {
+    nlohmann::json j = {{"model", modelPath},
+                        {"target", mcc_model_target(model.get())},
+                        {"iterations", iterations},
+                        {"warmup", warmup},
+                        {"p50_ms", pct(50)},
+                        {"p90_ms", pct(90)},
+                        {"p99_ms", pct(99)},
+                        {"mean_ms", mean},
+                        {"min_ms", sorted.front()}};
+    std::cout << j.dump(2) << std::endl;
+  } else {
+    std::printf("%s (%s): %d runs after %d warm-up, wall clock per run "
+                "(inputs and outputs in host memory)\n",
+                modelPath.c_str(), mcc_model_target(model.get()), iterations,
+                warmup);
+    std::printf("  p50 %.3f ms  p90 %.3f ms  p99 %.3f ms  mean %.3f ms  "
+                "min %.3f ms\n",
+                pct(50), pct(90), pct(99), mean, sorted.front());
+  }
   return 0;
 }
 

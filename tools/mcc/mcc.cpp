@@ -137,6 +137,18 @@ int main(int argc, char **argv) {
       ->required();
   run->add_option("--threads", threads, "Threads per run (default: all cores)");
 
+  int warmup = 10, iterations = 100;
+  bool benchJson = false;
+  std::string benchInput;
+  auto *bench = app.add_subcommand("bench", "Time runs of a compiled model");
+  bench->add_option("model", input, "The model .so")->required();
+  bench->add_option("--input", benchInput,
+                    "Inputs (.npz or test-data folder); default: seeded random");
+  bench->add_option("--warmup", warmup, "Warm-up runs (default 10)");
+  bench->add_option("--iterations", iterations, "Timed runs (default 100)");
+  bench->add_option("--threads", threads, "Threads per run (cpu)");
+  bench->add_flag("--json", benchJson, "Print the result as JSON");
+
   auto *inspect = app.add_subcommand("inspect", "Print a model's signature as JSON");
   inspect->add_option("model", input, "The model .so")->required();
 
@@ -152,6 +164,9 @@ int main(int argc, char **argv) {
     return mcc::runModelCommand(input, runInput, runOutput, threads);
   if (inspect->parsed())
     return mcc::inspectModelCommand(input);
+  if (bench->parsed())
+    return mcc::benchModelCommand(input, benchInput, warmup, iterations,
+                                  threads, benchJson);
 
   mcc::CompileOptions options;
   options.target = target;

@@ -15,6 +15,12 @@ int runModelCommand(const std::string &modelPath, const std::string &input,
                     const std::string &output, int numThreads);
 int inspectModelCommand(const std::string &modelPath);
 
+/// Times `iterations` runs after `warmup` and prints p50/p90/p99/mean.
+/// Inputs come from `input` (.npz or test-data folder) or, if empty, are
+/// generated from a fixed seed (floats in [-1, 1), integers in [0, 10)).
+int benchModelCommand(const std::string &modelPath, const std::string &input,
+                      int warmup, int iterations, int numThreads, bool json);
+
 } // namespace mcc
 
 #endif
