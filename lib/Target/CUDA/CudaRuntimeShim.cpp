@@ -59,6 +59,12 @@ struct Driver {
   CUresult (*cuMemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
   CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
   CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuStreamBeginCapture)(CUstream, CUstreamCaptureMode);
+  CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph,
+                                          unsigned long long);
+  CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*cuGraphDestroy)(CUgraph);
   CUcontext context = nullptr;
 };
 
@@ -104,7 +110,13 @@ void loadDriver() {
             bind(lib, "cuMemcpyHtoDAsync_v2", d.cuMemcpyHtoDAsync) &&
             bind(lib, "cuMemcpyDtoHAsync_v2", d.cuMemcpyDtoHAsync) &&
             bind(lib, "cuMemsetD32Async", d.cuMemsetD32Async) &&
-            bind(lib, "cuGetErrorString", d.cuGetErrorString);
+            bind(lib, "cuGetErrorString", d.cuGetErrorString) &&
+            bind(lib, "cuStreamBeginCapture_v2", d.cuStreamBeginCapture) &&
+            bind(lib, "cuStreamEndCapture", d.cuStreamEndCapture) &&
+            bind(lib, "cuGraphInstantiateWithFlags",
+                 d.cuGraphInstantiateWithFlags) &&
+            bind(lib, "cuGraphLaunch", d.cuGraphLaunch) &&
+            bind(lib, "cuGraphDestroy", d.cuGraphDestroy);
   if (!ok) {
     driver.error = "the CUDA driver lacks a required entry point";
     return;
@@ -460,8 +472,75 @@ using BodyFn = void (*)(void **deviceBuffers, void *deviceWeights);
 
 SHIM_EXPORT const char *mcc_cuda_last_error() { return lastError.c_str(); }
 
+namespace {
+
+/// What one thread keeps between runs of one model: its stream, device
+/// buffers for the inputs and outputs, and the run captured as a CUDA graph.
+struct RunContext {
+  CUstream stream = nullptr;
+  std::vector<CUdeviceptr> buffers;
+  int runs = 0;
+  CUgraphExec graph = nullptr;
+  bool graphFailed = false;
+};
+
+bool graphsEnabled() {
+  const char *v = std::getenv("MCC_CUDA_GRAPHS");
+  return !(v && std::string(v) == "0");
+}
+
+/// Uploads the weights once per process (models share nothing else).
+bool deviceWeights(const void *blob, int64_t bytes, CUdeviceptr &out) {
+  out = 0;
+  if (bytes <= 0)
+    return true;
+  std::lock_guard<std::mutex> lock(weightsMutex());
+  for (const Weights &w : uploaded())
+    if (w.host == blob) {
+      out = w.device;
+      return true;
+    }
+  if (!check(driver.cuMemAlloc(&out, bytes), "allocating weights") ||
+      !check(driver.cuMemcpyHtoDAsync(out, blob, bytes, nullptr),
+             "uploading weights") ||
+      !check(driver.cuStreamSynchronize(nullptr), "uploading weights"))
+    return false;
+  uploaded().push_back({blob, out});
+  return true;
+}
+
+/// Records the body into a graph on the context's stream; false (and the
+/// context falls back to direct launches) if anything refused capture.
+bool captureGraph(RunContext &ctx, BodyFn body, void **devices,
+                  CUdeviceptr weights) {
+  if (driver.cuStreamBeginCapture(ctx.stream,
+                                  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) !=
+      CUDA_SUCCESS)
+    return false;
+  body(devices, reinterpret_cast<void *>(weights));
+  CUgraph graph = nullptr;
+  CUresult end = driver.cuStreamEndCapture(ctx.stream, &graph);
+  bool ok = end == CUDA_SUCCESS && graph && !runFailed;
+  if (ok)
+    ok = driver.cuGraphInstantiateWithFlags(
+             &ctx.graph, graph,
+             CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) == CUDA_SUCCESS;
+  if (graph)
+    driver.cuGraphDestroy(graph);
+  if (!ok) {
+    ctx.graph = nullptr;
+    runFailed = false; // a refused capture is not a failed run
+    lastError.clear();
+  }
+  return ok;
+}
+
+} // namespace
+
 /// hostBuffers: inputs then outputs (host memory, as the runtime passes
-/// them); bytes: the size of each.
+/// them); bytes: the size of each. The first run of a thread launches
+/// directly (and warms up cuBLAS); the second captures the run as a CUDA
+/// graph, which later runs replay (MCC_CUDA_GRAPHS=0 turns this off).
 SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
                                  int64_t numOutputs, const int64_t *bytes,
                                  const void *weightBlob, int64_t weightBytes,
@@ -475,49 +554,52 @@ SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
     return 5;
   }
   CUdeviceptr weights = 0;
-  if (weightBytes > 0) {
-    std::lock_guard<std::mutex> lock(weightsMutex());
-    for (const Weights &w : uploaded())
-      if (w.host == weightBlob)
-        weights = w.device;
-    if (!weights) {
-      if (!check(driver.cuMemAlloc(&weights, weightBytes), "allocating weights"))
-        return 2;
-      if (!check(driver.cuMemcpyHtoDAsync(weights, weightBlob, weightBytes,
-                                          nullptr),
-                 "uploading weights") ||
-          !check(driver.cuStreamSynchronize(nullptr), "uploading weights"))
-        return 2;
-      uploaded().push_back({weightBlob, weights});
-    }
-  }
-  CUstream stream = nullptr;
-  if (!check(driver.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
-             "creating a stream"))
-    return 3;
-  runStream = stream;
+  if (!deviceWeights(weightBlob, weightBytes, weights))
+    return 2;
+  // One context per (thread, model): the descriptor's run entry is unique
+  // per model, and so is its weight blob.
+  thread_local std::vector<std::pair<const void *, RunContext>> contexts;
+  RunContext *ctx = nullptr;
+  const void *key = reinterpret_cast<const void *>(body);
+  for (auto &c : contexts)
+    if (c.first == key)
+      ctx = &c.second;
   int64_t n = numInputs + numOutputs;
-  std::vector<CUdeviceptr> device(n, 0);
-  for (int64_t i = 0; i < n && !runFailed; ++i)
-    check(driver.cuMemAlloc(&device[i], bytes[i] ? bytes[i] : 1),
-          "allocating an input/output buffer");
-  for (int64_t i = 0; i < numInputs && !runFailed; ++i)
-    check(driver.cuMemcpyHtoDAsync(device[i], hostBuffers[i], bytes[i], stream),
-          "copying an input to the device");
-  if (!runFailed) {
-    std::vector<void *> ptrs(n);
+  if (!ctx) {
+    contexts.push_back({key, RunContext()});
+    ctx = &contexts.back().second;
+    if (!check(driver.cuStreamCreate(&ctx->stream, CU_STREAM_NON_BLOCKING),
+               "creating a stream"))
+      return 3;
+    ctx->buffers.assign(n, 0);
     for (int64_t i = 0; i < n; ++i)
-      ptrs[i] = reinterpret_cast<void *>(device[i]);
-    body(ptrs.data(), reinterpret_cast<void *>(weights));
+      if (!check(driver.cuMemAlloc(&ctx->buffers[i], bytes[i] ? bytes[i] : 1),
+                 "allocating an input/output buffer"))
+        return 3;
+  }
+  runStream = ctx->stream;
+  for (int64_t i = 0; i < numInputs && !runFailed; ++i)
+    check(driver.cuMemcpyHtoDAsync(ctx->buffers[i], hostBuffers[i], bytes[i],
+                                   ctx->stream),
+          "copying an input to the device");
+  std::vector<void *> ptrs(n);
+  for (int64_t i = 0; i < n; ++i)
+    ptrs[i] = reinterpret_cast<void *>(ctx->buffers[i]);
+  if (!runFailed) {
+    if (!ctx->graph && ctx->runs >= 1 && !ctx->graphFailed && graphsEnabled())
+      ctx->graphFailed = !captureGraph(*ctx, body, ptrs.data(), weights);
+    if (ctx->graph)
+      check(driver.cuGraphLaunch(ctx->graph, ctx->stream),
+            "launching the run's CUDA graph");
+    else
+      body(ptrs.data(), reinterpret_cast<void *>(weights));
   }
   for (int64_t i = numInputs; i < n && !runFailed; ++i)
-    check(driver.cuMemcpyDtoHAsync(hostBuffers[i], device[i], bytes[i], stream),
+    check(driver.cuMemcpyDtoHAsync(hostBuffers[i], ctx->buffers[i], bytes[i],
+                                   ctx->stream),
           "copying an output to the host");
-  check(driver.cuStreamSynchronize(stream), "running the model");
-  for (CUdeviceptr p : device)
-    if (p)
-      driver.cuMemFree(p);
-  driver.cuStreamDestroy(stream);
+  check(driver.cuStreamSynchronize(ctx->stream), "running the model");
   runStream = nullptr;
+  ++ctx->runs;
   return runFailed ? 4 : 0;
 }
