@@ -76,6 +76,9 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
   target.cpu = options.cpu;
   target.cuda = cuda;
   target.gpuArch = options.gpuArch;
+  target.externalWeights =
+      options.weights == "external" ||
+      (options.weights == "auto" && model->weightBlob.size() > (512u << 20));
   if (!options.dumpIrDir.empty()) {
     SmallString<256> ll(options.dumpIrDir);
     llvm::sys::path::append(ll, llvm::formatv("{0:02}-llvm-ir.ll", index + 1)

@@ -273,6 +273,19 @@ MCC_API mcc_status mcc_model_load(const char *path, mcc_model **outModel) {
         info.dli_fname)
       dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
   }
+  // Models with external weights check and map them now, so a missing or
+  // foreign weights file is a load error.
+  using InitFn = int32_t (*)();
+  if (auto init = reinterpret_cast<InitFn>(dlsym(handle, "mcc_model_init"))) {
+    if (init() != 0) {
+      using MessageFn = const char *(*)();
+      auto message = reinterpret_cast<MessageFn>(
+          dlsym(handle, "mcc_model_last_error"));
+      std::string text = message ? message() : "model initialization failed";
+      dlclose(handle);
+      return fail(MCC_ERROR_LOAD, "%s: %s", path, text.c_str());
+    }
+  }
   auto *m = new (std::nothrow) mcc_model;
   if (!m) {
     dlclose(handle);

@@ -163,6 +163,40 @@ else:
                       "--output", os.path.join(W, "no", "dir", "o.npz")],
               "cannot write", os.path.join(W, "no", "dir", "o.npz"))
 
+# --- external weights ----------------------------------------------------
+ext_dir = os.path.join(W, "external")
+os.makedirs(ext_dir)
+ext_so = os.path.join(ext_dir, "m.so")
+Y8 = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [2, 8])
+m = simple_model([helper.make_node("MatMul", ["X", "W"], ["Y"])], [X], [Y8],
+                 [numpy_helper.from_array(np.arange(32, dtype=np.float32).reshape(4, 8) / 7, "W")])
+r = subprocess.run(compile_cmd(save(m, "ext.onnx"), ext_so, "--weights", "external"),
+                   capture_output=True, text=True)
+weights = ext_so + ".weights"
+if r.returncode != 0 or not os.path.exists(weights):
+    failures.append(("compile with --weights external", [r.stderr]))
+else:
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(2, 4)
+    np.savez(os.path.join(ext_dir, "x.npz"), X=x)
+    good_out = os.path.join(ext_dir, "y.npz")
+    r = subprocess.run([args.mcc, "run", ext_so, "--input", os.path.join(ext_dir, "x.npz"),
+                        "--output", good_out], capture_output=True, text=True)
+    expect = x @ (np.arange(32, dtype=np.float32).reshape(4, 8) / 7)
+    if r.returncode != 0 or not np.allclose(np.load(good_out)["Y"], expect, rtol=1e-6):
+        failures.append(("run with external weights", [r.stderr]))
+    data = open(weights, "rb").read()
+    run_ext = [args.mcc, "run", ext_so, "--input", os.path.join(ext_dir, "x.npz"),
+               "--output", os.path.join(ext_dir, "bad.npz")]
+    os.rename(weights, weights + ".bak")
+    check("external weights file missing", run_ext, "weights file", os.path.join(ext_dir, "bad.npz"))
+    open(weights, "wb").write(data[:10])
+    check("external weights file truncated", run_ext, "has 10 bytes, the model expects",
+          os.path.join(ext_dir, "bad.npz"))
+    open(weights, "wb").write(bytes([data[0] ^ 0xFF]) + data[1:])
+    check("external weights file from another model", run_ext, "checksum mismatch",
+          os.path.join(ext_dir, "bad.npz"))
+    os.replace(weights + ".bak", weights)
+
 print(f"{'case':45} {'exit':>4}  message")
 for name, rc, msg in results:
     print(f"{name:45} {rc:>4}  {msg[:110]}")

@@ -112,6 +112,11 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   compile->add_option("--shape", shapes,
                       "Pin an input's shape: NAME=2x16 (repeatable)");
+  std::string weightsMode = "auto";
+  compile->add_option("--weights", weightsMode,
+                      "embedded | external (<output>.weights beside the .so) | "
+                      "auto (external past 512 MiB; default)")
+      ->check(CLI::IsMember({"embedded", "external", "auto"}));
   std::string gpuArch = "sm_90";
   compile->add_option("--gpu-arch", gpuArch,
                       "NVIDIA architecture for --target cuda (default sm_90)");
@@ -172,6 +177,7 @@ int main(int argc, char **argv) {
   options.target = target;
   options.cpu = cpu;
   options.gpuArch = gpuArch;
+  options.weights = weightsMode;
   options.dumpIrDir = dumpDir;
   for (const std::string &s : shapes) {
     std::string name, error;

@@ -18,6 +18,8 @@ struct CompileOptions {
   std::string cpu;
   /// NVIDIA architecture for --target cuda (sm_90 for H100/H200).
   std::string gpuArch = "sm_90";
+  /// "embedded", "external" or "auto" (external past 512 MiB of weights).
+  std::string weights = "auto";
   /// Folder that receives the IR after every stage; empty: none.
   std::string dumpIrDir;
   ImportOptions import;

@@ -37,6 +37,13 @@
 
 #include <unistd.h>
 
+#ifndef MCC_MODEL_SUPPORT_PATH
+#define MCC_MODEL_SUPPORT_PATH ""
+#endif
+
+extern "C" uint64_t mcc_weights_checksum(const unsigned char *data,
+                                         uint64_t size);
+
 #ifndef MCC_CUDA_SHIM_PATH
 #define MCC_CUDA_SHIM_PATH ""
 #endif
@@ -118,8 +125,10 @@ llvm::Constant *tensorDescs(llvm::Module &m,
 
 LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
                              llvm::StringRef target, llvm::StringRef arch,
+                             llvm::StringRef externalWeightsFile,
                              Location loc) {
   bool cuda = target == "cuda";
+  bool external = !externalWeightsFile.empty();
   llvm::LLVMContext &ctx = m.getContext();
   llvm::Function *forward = m.getFunction("forward");
   if (!forward || forward->isDeclaration())
@@ -129,9 +138,30 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
   auto *i64 = llvm::Type::getInt64Ty(ctx);
   auto *i32 = llvm::Type::getInt32Ty(ctx);
 
-  // Weights: one blob, 64-byte aligned like the records inside it.
+  // Weights: one blob, 64-byte aligned like the records inside it, either
+  // inside the library or mapped from the file beside it.
   llvm::Constant *blob = nullptr;
-  if (!model.weightBlob.empty()) {
+  llvm::FunctionCallee openWeights;
+  llvm::Constant *weightsName = nullptr;
+  uint64_t checksum = 0;
+  if (external) {
+    openWeights = m.getOrInsertFunction(
+        "mcc_weights_open",
+        llvm::FunctionType::get(ptrTy, {ptrTy, i64, i64}, false));
+    weightsName = stringGlobal(m, externalWeightsFile, "mcc.weights_file");
+    checksum = mcc_weights_checksum(model.weightBlob.data(),
+                                    model.weightBlob.size());
+    // Checked when the runtime loads the model, not at the first run.
+    auto *initTy = llvm::FunctionType::get(i32, {}, false);
+    auto *init = llvm::Function::Create(
+        initTy, llvm::GlobalValue::ExternalLinkage, "mcc_model_init", m);
+    llvm::IRBuilder<> ib(llvm::BasicBlock::Create(ctx, "entry", init));
+    llvm::Value *p = ib.CreateCall(
+        openWeights, {weightsName, ib.getInt64(model.weightBlob.size()),
+                      ib.getInt64(checksum)});
+    ib.CreateRet(ib.CreateSelect(ib.CreateIsNull(p), ib.getInt32(1),
+                                 ib.getInt32(0)));
+  } else if (!model.weightBlob.empty()) {
     auto *data = llvm::ConstantDataArray::getRaw(
         llvm::StringRef(reinterpret_cast<const char *>(model.weightBlob.data()),
                         model.weightBlob.size()),
@@ -158,6 +188,25 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
   }
   llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", bodyFn));
   llvm::Value *buffers = bodyFn->getArg(0);
+  // The host-side weights: the embedded blob or the mapped file (whose
+  // absence mcc_model_init has reported; a run without it returns 6).
+  auto hostWeights = [&](llvm::IRBuilder<> &ib,
+                         llvm::Function *fn) -> llvm::Value * {
+    if (!external)
+      return blob ? static_cast<llvm::Value *>(blob)
+                  : llvm::ConstantPointerNull::get(ptrTy);
+    llvm::Value *p = ib.CreateCall(
+        openWeights, {weightsName, ib.getInt64(model.weightBlob.size()),
+                      ib.getInt64(checksum)});
+    auto *ok = llvm::BasicBlock::Create(ctx, "weights_ok", fn);
+    auto *missing = llvm::BasicBlock::Create(ctx, "weights_missing", fn);
+    ib.CreateCondBr(ib.CreateIsNull(p), missing, ok);
+    llvm::IRBuilder<> mb(missing);
+    mb.CreateRet(mb.getInt32(6));
+    ib.SetInsertPoint(ok);
+    return p;
+  };
+  llvm::Value *cpuWeights = cuda ? nullptr : hostWeights(b, run);
   std::vector<llvm::Value *> args;
   auto pushMemref = [&](llvm::Value *ptr, const std::vector<int64_t> &shape) {
     args.push_back(ptr);
@@ -180,7 +229,7 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
     pushMemref(b.CreateLoad(ptrTy, slot), model.inputs[i].shape);
   }
   for (const WeightRecord &w : model.weights) {
-    llvm::Value *base = cuda ? deviceWeights : blob;
+    llvm::Value *base = cuda ? deviceWeights : cpuWeights;
     llvm::Value *p = b.CreateConstGEP1_64(b.getInt8Ty(), base, w.offset);
     pushMemref(p, w.shape);
   }
@@ -219,11 +268,10 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
         i32, {ptrTy, i64, i64, ptrTy, ptrTy, i64, ptrTy}, false);
     llvm::FunctionCallee shim = m.getOrInsertFunction("mcc_cuda_run", shimTy);
     llvm::IRBuilder<> rb(llvm::BasicBlock::Create(ctx, "entry", run));
+    llvm::Value *hw = hostWeights(rb, run);
     llvm::Value *rc = rb.CreateCall(
         shim, {run->getArg(0), rb.getInt64(model.inputs.size()),
-               rb.getInt64(model.outputs.size()), bytesArr,
-               blob ? blob : static_cast<llvm::Value *>(
-                                 llvm::ConstantPointerNull::get(ptrTy)),
+               rb.getInt64(model.outputs.size()), bytesArr, hw,
                rb.getInt64(model.weightBlob.size()), bodyFn});
     rb.CreateRet(rc);
   }
@@ -294,8 +342,13 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
   llvmModule->setDataLayout(tm->createDataLayout());
   llvmModule->setTargetTriple(triple);
 
+  std::string weightsFile =
+      options.externalWeights
+          ? llvm::sys::path::filename(outputPath).str() + ".weights"
+          : "";
   if (failed(addEntryPoints(*llvmModule, model, options.cuda ? "cuda" : "cpu",
-                            options.cuda ? options.gpuArch : cpu, loc)))
+                            options.cuda ? options.gpuArch : cpu, weightsFile,
+                            loc)))
     return failure();
   for (llvm::Function &f : *llvmModule) {
     if (f.isDeclaration())
@@ -363,7 +416,7 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
                              "on PATH";
   std::string libDir = MCC_OPENMP_LIB_DIR;
   std::vector<std::string> argStore = {*linker, "-shared", "-o", library.path,
-                                       object.path};
+                                       object.path, MCC_MODEL_SUPPORT_PATH};
   if (options.cuda) {
     std::string shim = MCC_CUDA_SHIM_PATH;
     if (shim.empty() || !llvm::sys::fs::exists(shim))
@@ -383,6 +436,27 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
     return emitError(loc) << "linking " << outputPath << " failed (" << *linker
                           << " exited with " << rc << ")"
                           << (linkError.empty() ? "" : ": " + linkError);
+  // External weights go in place first: a .so never exists without them.
+  if (options.externalWeights) {
+    std::string finalWeights = (outputPath + ".weights").str();
+    TempFile weights{finalWeights + ".tmp." + pid};
+    {
+      std::error_code ec;
+      llvm::raw_fd_ostream os(weights.path, ec, llvm::sys::fs::OF_None);
+      if (ec)
+        return emitError(loc) << "cannot write " << weights.path << ": "
+                              << ec.message();
+      os.write(reinterpret_cast<const char *>(model.weightBlob.data()),
+               model.weightBlob.size());
+      os.close();
+      if (os.has_error())
+        return emitError(loc) << "cannot write " << weights.path;
+    }
+    if (auto ec = llvm::sys::fs::rename(weights.path, finalWeights))
+      return emitError(loc) << "cannot move the weights to " << finalWeights
+                            << ": " << ec.message();
+    weights.keep = true;
+  }
   if (auto ec = llvm::sys::fs::rename(library.path, outputPath))
     return emitError(loc) << "cannot move the library to " << outputPath
                           << ": " << ec.message();

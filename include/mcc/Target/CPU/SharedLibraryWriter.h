@@ -16,6 +16,9 @@ struct CpuTargetOptions {
   /// The host side of a CUDA model: runs through the CUDA runtime shim.
   bool cuda = false;
   std::string gpuArch; // recorded in the descriptor
+  /// Keep the weights in "<output>.weights" beside the .so (mapped at load)
+  /// instead of inside it.
+  bool externalWeights = false;
 };
 
 /// Translates `module` (LLVM dialect, holding @forward) to LLVM IR, adds the
