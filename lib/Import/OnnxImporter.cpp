@@ -123,6 +123,7 @@ private:
   func::FuncOp func;
   ImportedModel result;
   std::vector<Type> weightTypes;
+  std::map<const void *, std::string> initializerStorage;
 };
 
 FailureOr<std::vector<uint8_t>>
@@ -302,6 +303,9 @@ Value GraphLowering::materialize(GraphValue &v, Location loc) {
   w.shape = lit.shape();
   w.offset = (result.weightBlob.size() + 63) / 64 * 64;
   w.size = lit.byteSize();
+  auto source = initializerStorage.find(lit.storageId());
+  if (source != initializerStorage.end())
+    w.source = source->second;
   result.weightBlob.resize(w.offset + w.size);
   std::memcpy(result.weightBlob.data() + w.offset, lit.data(), w.size);
   result.weights.push_back(w);
@@ -388,6 +392,7 @@ LogicalResult GraphLowering::importInputs(const onnx::GraphProto &graph) {
     GraphValue v;
     v.dtype = lit->dtype();
     v.shape = lit->shape();
+    initializerStorage[lit->storageId()] = init.name();
     v.literal = std::move(*lit);
     values[init.name()] = std::move(v);
   }

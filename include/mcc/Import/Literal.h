@@ -51,6 +51,9 @@ public:
   const uint8_t *data() const { return bytes_->data(); }
   uint8_t *mutableData() { return bytes_->data(); }
   size_t byteSize() const { return bytes_->size(); }
+  /// Identity of the underlying bytes: shared by copies and reshapes, new
+  /// for every computed literal. Lets a weight name the initializer it is.
+  const void *storageId() const { return bytes_.get(); }
 
   double getF(int64_t i) const;
   int64_t getI(int64_t i) const;

@@ -45,6 +45,9 @@ struct WeightRecord {
   std::vector<int64_t> shape;
   uint64_t offset = 0;
   uint64_t size = 0;
+  /// The ONNX initializer whose bytes these are, unchanged (empty when the
+  /// weight was computed while compiling: a transpose, a folded constant).
+  std::string source;
 };
 
 struct ImportedModel {

@@ -452,6 +452,41 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
       if (os.has_error())
         return emitError(loc) << "cannot write " << weights.path;
     }
+    // A plan to rebuild the file from the ONNX model where only the model
+    // travels: which initializer each record is, plus the bytes of the
+    // records computed while compiling (scripts/pack_weights.py).
+    std::string planPath = finalWeights + ".json";
+    std::string derivedPath = finalWeights + ".derived";
+    {
+      std::error_code ec;
+      llvm::raw_fd_ostream plan(planPath, ec);
+      llvm::raw_fd_ostream derived(derivedPath, ec, llvm::sys::fs::OF_None);
+      if (ec)
+        return emitError(loc) << "cannot write " << planPath;
+      plan << "{\n  \"bytes\": " << model.weightBlob.size()
+           << ",\n  \"checksum\": "
+           << mcc_weights_checksum(model.weightBlob.data(),
+                                   model.weightBlob.size())
+           << ",\n  \"records\": [";
+      uint64_t derivedOffset = 0;
+      for (size_t i = 0; i < model.weights.size(); ++i) {
+        const WeightRecord &w = model.weights[i];
+        plan << (i ? "," : "") << "\n    {\"offset\": " << w.offset
+             << ", \"size\": " << w.size << ", ";
+        if (!w.source.empty()) {
+          plan << "\"initializer\": \"";
+          plan.write_escaped(w.source);
+          plan << "\"}";
+        } else {
+          plan << "\"derived_offset\": " << derivedOffset << "}";
+          derived.write(reinterpret_cast<const char *>(
+                            model.weightBlob.data() + w.offset),
+                        w.size);
+          derivedOffset += w.size;
+        }
+      }
+      plan << "\n  ]\n}\n";
+    }
     if (auto ec = llvm::sys::fs::rename(weights.path, finalWeights))
       return emitError(loc) << "cannot move the weights to " << finalWeights
                             << ": " << ec.message();

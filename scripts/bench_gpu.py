@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Full-size models on the GPU: mcc --target cuda against PyTorch, one call.
+
+For each row: regenerate the architecture with its fixed seed
+(scripts/export_full.py), rebuild the .so's external weights from that
+export (scripts/pack_weights.py; the .so, its .weights.json and .derived
+travel, the weights do not), check mcc against PyTorch on the GPU, then
+time, fp32 with TF32 off everywhere: torch eager, torch.compile default,
+torch.compile mode="reduce-overhead", and mcc. Torch: CUDA-event medians,
+inputs on the GPU. mcc: host-side medians of whole runs (host buffers in
+and out, copies included). Ratio = mcc / best torch.
+
+    python3 scripts/bench_gpu.py --so-root .full --work /tmp/full
+"""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROWS = [  # (arch, batch, seq, so name)
+    ("bert-base", 1, 128, "bert"),
+    ("gpt2", 1, 128, "gpt2"),
+]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--so-root", required=True, help="holds <arch>/cuda/<name>.so (+ .weights.json/.derived)")
+    ap.add_argument("--work", default="/tmp/full")
+    ap.add_argument("--runtime", default=None)
+    ap.add_argument("--runs", type=int, default=50)
+    args = ap.parse_args()
+    results = []
+    for arch, batch, seq, name in ROWS:
+        so = os.path.join(args.so_root, arch, "cuda", name + ".so")
+        if not os.path.exists(so):
+            print(f"{arch}: no {so}, skipped", flush=True)
+            continue
+        out = os.path.join(args.work, arch)
+        subprocess.run([sys.executable, os.path.join(HERE, "export_full.py"), "--arch", arch,
+                        "--batch", str(batch), "--seq", str(seq), "--out", out], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run([sys.executable, os.path.join(HERE, "pack_weights.py"),
+                        os.path.join(out, "model.onnx"), so + ".weights.json", "-o", so + ".weights"],
+                       check=True)
+        cmd = [sys.executable, os.path.join(HERE, "bench_gpu.py"), "--one", arch, so, str(batch),
+               str(seq), str(args.runs)] + (["--runtime", args.runtime] if args.runtime else [])
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        line = [l for l in r.stdout.splitlines() if l.startswith("ROW ")]
+        results.append(line[0][4:] if line else f"{arch:10} b{batch} s{seq}: FAILED {r.stderr.strip()[-300:]}")
+        print(results[-1], flush=True)
+    print(f"\n{'model':10} {'shape':10} {'rel.err':>9} {'eager':>8} {'compile':>8} {'reduce-oh':>9} {'mcc':>8} {'mcc/best':>8}")
+    print("\n".join(results))
+
+
+def one(arch, so, batch, seq, runs, runtime):
+    sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.join(HERE, "..", "python"))
+    import export_full  # hides the GPU for exporting: undo that below
+    import mcc
+    os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    module, inputs, outputs = export_full.build(arch, batch, seq)
+    module = module.cuda()
+    gpu_in = [v.cuda() for v in inputs.values()]
+
+    def cuda_ms(fn, warmup=10):
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(runs):
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            e.synchronize()
+            ts.append(s.elapsed_time(e))
+        return float(np.median(ts))
+
+    model = mcc.load(so, runtime=runtime)
+    feeds = {k: v.numpy() for k, v in inputs.items()}
+    with torch.no_grad():
+        ref = module(*gpu_in)
+        got = model.run(feeds)
+        err = max(float(np.max(np.abs(got[o] - r.cpu().numpy())) / float(r.abs().max()))
+                  for o, r in zip(outputs, ref))
+        eager = cuda_ms(lambda: module(*gpu_in))
+        comp = torch.compile(module)
+        default = cuda_ms(lambda: comp(*gpu_in), warmup=5)
+        torch._dynamo.reset()
+        ro_mod = torch.compile(module, mode="reduce-overhead")
+        ro = cuda_ms(lambda: ro_mod(*gpu_in), warmup=10)
+    for _ in range(10):
+        model.run(feeds)
+    ts = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        model.run(feeds)
+        ts.append((time.perf_counter() - t) * 1e3)
+    m = float(np.median(ts))
+    best = min(eager, default, ro)
+    print(f"ROW {arch:10} b{batch} s{seq:<5} {err:9.2e} {eager:8.3f} {default:8.3f} {ro:9.3f} {m:8.3f} {m / best:8.2f}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--one":
+        a = sys.argv[2:]
+        rt = a[a.index("--runtime") + 1] if "--runtime" in a else None
+        one(a[0], a[1], int(a[2]), int(a[3]), int(a[4]), rt)
+    else:
+        main()

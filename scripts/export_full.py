@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Export full-size architectures with fixed seeds, for the benchmarks.
+
+Weights are random (seeded, built on the CPU), so the same command gives
+byte-identical initializers on any machine with the same torch and
+transformers: compile where MLIR is, regenerate where the GPU is, and
+rebuild the .so's weights file there with scripts/pack_weights.py.
+
+    python3 scripts/export_full.py --arch bert-base --batch 1 --seq 128 --out /tmp/full
+"""
+import argparse
+import os
+
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+
+def build(arch, batch, seq):
+    import transformers as T
+    torch.manual_seed(0)
+    if arch == "bert-base":
+        model = T.BertModel(T.BertConfig()).eval()  # bert-base-uncased shape
+        g = torch.Generator().manual_seed(1)
+        inputs = {
+            "input_ids": torch.randint(0, 30522, (batch, seq), generator=g),
+            "attention_mask": torch.ones(batch, seq, dtype=torch.long),
+            "token_type_ids": torch.zeros(batch, seq, dtype=torch.long),
+        }
+        outputs = ["last_hidden_state", "pooler_output"]
+    elif arch == "gpt2":
+        model = T.GPT2Model(T.GPT2Config(use_cache=False)).eval()
+        g = torch.Generator().manual_seed(1)
+        inputs = {"input_ids": torch.randint(0, 50257, (batch, seq), generator=g),
+                  "attention_mask": torch.ones(batch, seq, dtype=torch.long)}
+        outputs = ["last_hidden_state"]
+    else:
+        raise SystemExit(f"unknown arch {arch}")
+
+    class Wrapper(torch.nn.Module):
+        def __init__(self, m):
+            super().__init__()
+            self.m = m
+
+        def forward(self, *args):
+            out = self.m(**dict(zip(inputs.keys(), args)), return_dict=True)
+            return tuple(getattr(out, o) for o in outputs)
+
+    return Wrapper(model).eval(), inputs, outputs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--arch", default="bert-base")
+    ap.add_argument("--batch", type=int, default=1)
+    ap.add_argument("--seq", type=int, default=128)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    module, inputs, outputs = build(args.arch, args.batch, args.seq)
+    path = os.path.join(args.out, "model.onnx")
+    with torch.no_grad():
+        torch.onnx.export(module, tuple(inputs.values()), path, dynamo=False, opset_version=17,
+                          input_names=list(inputs.keys()), output_names=outputs)
+        ref = module(*inputs.values())
+    import onnx
+    m = onnx.load(path)
+    onnx.save_model(m, path, save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="model.onnx.data", size_threshold=1024)
+    np.savez(os.path.join(args.out, "inputs.npz"), **{k: v.numpy() for k, v in inputs.items()})
+    np.savez(os.path.join(args.out, "reference.npz"), **{o: r.numpy() for o, r in zip(outputs, ref)})
+    print(f"exported {args.arch} to {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Rebuild a model's external weights file from its ONNX model.
+
+`mcc compile --weights external -o M.so` writes M.so.weights (the packed
+weights), M.so.weights.json (which ONNX initializer each record is) and
+M.so.weights.derived (the few records computed while compiling). Where a
+weights file is too big to carry, carry the .so, the .json and the
+.derived file, regenerate the ONNX model there the same way (same seed),
+and run:
+
+    python3 scripts/pack_weights.py model.onnx M.so.weights.json -o M.so.weights
+
+The result is checked against the checksum the .so carries.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+
+def checksum(data):
+    """The .so's check: FNV-1a over the first and last 64 KiB and the size."""
+    h = 1469598103934665603
+    mask = (1 << 64) - 1
+    size = len(data)
+    window = 65536
+    for b in data[:min(size, window)]:
+        h = ((h ^ b) * 1099511628211) & mask
+    for b in data[max(size - window, 0):]:
+        h = ((h ^ b) * 1099511628211) & mask
+    for i in range(8):
+        h = ((h ^ ((size >> (8 * i)) & 0xFF)) * 1099511628211) & mask
+    return h
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("plan")
+    ap.add_argument("-o", "--output", required=True)
+    args = ap.parse_args()
+    plan = json.load(open(args.plan))
+    derived_path = args.plan[:-len(".json")] + ".derived" if args.plan.endswith(".json") else None
+    derived = open(derived_path, "rb").read() if derived_path and os.path.exists(derived_path) else b""
+    model = onnx.load(args.model, load_external_data=True)
+    inits = {t.name: t for t in model.graph.initializer}
+    blob = bytearray(plan["bytes"])
+    for r in plan["records"]:
+        if "initializer" in r:
+            t = inits.get(r["initializer"])
+            if t is None:
+                sys.exit(f"initializer {r['initializer']!r} is not in {args.model}")
+            data = numpy_helper.to_array(t).tobytes()
+        else:
+            data = derived[r["derived_offset"]: r["derived_offset"] + r["size"]]
+        if len(data) != r["size"]:
+            sys.exit(f"record at {r['offset']}: {len(data)} bytes, the plan says {r['size']}")
+        blob[r["offset"]: r["offset"] + r["size"]] = data
+    got = checksum(blob)
+    if got != plan["checksum"]:
+        sys.exit(f"checksum {got} != {plan['checksum']}: this ONNX model's weights are "
+                 "not the ones the .so was compiled from")
+    tmp = args.output + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(blob)
+    os.replace(tmp, args.output)
+    print(f"wrote {args.output}: {len(blob)} bytes, checksum ok")
+
+
+if __name__ == "__main__":
+    main()
