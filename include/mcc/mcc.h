@@ -84,8 +84,7 @@ mcc_status mcc_set_num_threads(int num_threads);
  * of mcc_model_input_info / mcc_model_output_info. Shapes and dtypes are
  * checked against the model's signature. */
 mcc_status mcc_run(const mcc_model *model, const mcc_tensor *inputs,
-                   size_t num_inputs, mcc_tensor *outputs,
-                   size_t num_outputs);
+                   size_t num_inputs, mcc_tensor *outputs, size_t num_outputs);
 
 /* Like mcc_run, but allocates the outputs; release each output's data with
  * mcc_tensor_free_data. */

@@ -92,11 +92,11 @@ LogicalResult lowerElementwise(NodeLowering &n, const ElementwiseDef &def,
   SmallVector<Value> values;
   for (size_t i : ins)
     values.push_back(n.value(i));
-  Value result = emitElementwise(
-      n.builder(), n.loc(), values, n.elementType(outDType), out,
-      [&](OpBuilder &b, Location loc, ValueRange args) {
-        return def.emit(b, loc, args, dtype);
-      });
+  Value result =
+      emitElementwise(n.builder(), n.loc(), values, n.elementType(outDType),
+                      out, [&](OpBuilder &b, Location loc, ValueRange args) {
+                        return def.emit(b, loc, args, dtype);
+                      });
   n.setOutput(0, result, outDType);
   return success();
 }
@@ -208,7 +208,8 @@ void registerElementwiseLowerings() {
       if (!isF(t)) {
         if (isa<IntegerType>(y.getType())) {
           if (y.getType() != x.getType())
-            y = y.getType().getIntOrFloatBitWidth() < x.getType().getIntOrFloatBitWidth()
+            y = y.getType().getIntOrFloatBitWidth() <
+                        x.getType().getIntOrFloatBitWidth()
                     ? (Value)arith::ExtSIOp::create(b, loc, x.getType(), y)
                     : (Value)arith::TruncIOp::create(b, loc, x.getType(), y);
           return math::IPowIOp::create(b, loc, x, y);
@@ -216,7 +217,9 @@ void registerElementwiseLowerings() {
         // Integer base, float exponent: compute in f64, truncate toward 0.
         Type f64 = b.getF64Type();
         Value xf = arith::SIToFPOp::create(b, loc, f64, x);
-        Value yf = y.getType().isF64() ? y : (Value)arith::ExtFOp::create(b, loc, f64, y);
+        Value yf = y.getType().isF64()
+                       ? y
+                       : (Value)arith::ExtFOp::create(b, loc, f64, y);
         return arith::FPToSIOp::create(b, loc, x.getType(),
                                        math::PowFOp::create(b, loc, xf, yf));
       }
@@ -270,12 +273,12 @@ void registerElementwiseLowerings() {
       // Python-style modulo (fmod=0): the result takes the divisor's sign.
       Value r = arith::RemSIOp::create(b, loc, a[0], a[1]);
       Value zero = cst(b, loc, r, 0);
-      Value rNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r,
-                                         zero);
-      Value dNeg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                         a[1], zero);
-      Value nz = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, r,
-                                       zero);
+      Value rNeg =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, r, zero);
+      Value dNeg =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a[1], zero);
+      Value nz =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, r, zero);
       Value differ = arith::XOrIOp::create(b, loc, rNeg, dNeg);
       Value fix = arith::AndIOp::create(b, loc, differ, nz);
       Value adj = arith::AddIOp::create(b, loc, r, a[1]);
@@ -303,33 +306,33 @@ void registerElementwiseLowerings() {
       return lowerElementwise(n, dd);
     };
   }
-  registerSimple("Equal", compare(arith::CmpFPredicate::OEQ,
-                                  arith::CmpIPredicate::eq,
-                                  [](double a, double b) { return a == b; }));
-  registerSimple("Less", compare(arith::CmpFPredicate::OLT,
-                                 arith::CmpIPredicate::slt,
-                                 [](double a, double b) { return a < b; }));
+  registerSimple("Equal",
+                 compare(arith::CmpFPredicate::OEQ, arith::CmpIPredicate::eq,
+                         [](double a, double b) { return a == b; }));
+  registerSimple("Less",
+                 compare(arith::CmpFPredicate::OLT, arith::CmpIPredicate::slt,
+                         [](double a, double b) { return a < b; }));
   registerSimple("LessOrEqual",
                  compare(arith::CmpFPredicate::OLE, arith::CmpIPredicate::sle,
                          [](double a, double b) { return a <= b; }));
-  registerSimple("Greater", compare(arith::CmpFPredicate::OGT,
-                                    arith::CmpIPredicate::sgt,
-                                    [](double a, double b) { return a > b; }));
+  registerSimple("Greater",
+                 compare(arith::CmpFPredicate::OGT, arith::CmpIPredicate::sgt,
+                         [](double a, double b) { return a > b; }));
   registerSimple("GreaterOrEqual",
                  compare(arith::CmpFPredicate::OGE, arith::CmpIPredicate::sge,
                          [](double a, double b) { return a >= b; }));
   {
-    auto logical = [](std::function<Value(OpBuilder &, Location, Value, Value)>
-                          emit,
-                      double (*f)(double, double)) {
-      ElementwiseDef d;
-      d.boolResult = true;
-      d.emit = [emit](OpBuilder &b, Location loc, ValueRange a, int32_t) {
-        return emit(b, loc, a[0], a[1]);
-      };
-      d.eval = [f](const std::vector<double> &v) { return f(v[0], v[1]); };
-      return d;
-    };
+    auto logical =
+        [](std::function<Value(OpBuilder &, Location, Value, Value)> emit,
+           double (*f)(double, double)) {
+          ElementwiseDef d;
+          d.boolResult = true;
+          d.emit = [emit](OpBuilder &b, Location loc, ValueRange a, int32_t) {
+            return emit(b, loc, a[0], a[1]);
+          };
+          d.eval = [f](const std::vector<double> &v) { return f(v[0], v[1]); };
+          return d;
+        };
     registerSimple("And", logical(
                               [](OpBuilder &b, Location l, Value x, Value y) {
                                 return (Value)arith::AndIOp::create(b, l, x, y);
@@ -363,43 +366,45 @@ void registerElementwiseLowerings() {
     registerSimple("Not", d);
   }
   // Variadic Max/Min/Sum/Mean fold pairwise in one generic.
-  auto variadic = [](std::function<Value(OpBuilder &, Location, Value, Value,
-                                         int32_t)>
-                         combine,
-                     double (*f)(double, double), bool mean) {
-    ElementwiseDef d;
-    d.emit = [combine, mean](OpBuilder &b, Location loc, ValueRange a,
-                             int32_t t) -> Value {
-      Value acc = a[0];
-      for (Value v : a.drop_front())
-        acc = combine(b, loc, acc, v, t);
-      if (mean)
-        acc = arith::DivFOp::create(
-            b, loc, acc, cst(b, loc, acc, static_cast<double>(a.size())));
-      return acc;
-    };
-    d.eval = [f, mean](const std::vector<double> &v) {
-      double acc = v[0];
-      for (size_t i = 1; i < v.size(); ++i)
-        acc = f(acc, v[i]);
-      return mean ? acc / v.size() : acc;
-    };
-    return d;
-  };
-  registerSimple("Max", variadic(selectMax,
-                                 [](double a, double b) {
-                                   return std::isnan(a) || std::isnan(b)
-                                              ? NAN
-                                              : std::max(a, b);
-                                 },
-                                 false));
-  registerSimple("Min", variadic(selectMin,
-                                 [](double a, double b) {
-                                   return std::isnan(a) || std::isnan(b)
-                                              ? NAN
-                                              : std::min(a, b);
-                                 },
-                                 false));
+  auto variadic =
+      [](std::function<Value(OpBuilder &, Location, Value, Value, int32_t)>
+             combine,
+         double (*f)(double, double), bool mean) {
+        ElementwiseDef d;
+        d.emit = [combine, mean](OpBuilder &b, Location loc, ValueRange a,
+                                 int32_t t) -> Value {
+          Value acc = a[0];
+          for (Value v : a.drop_front())
+            acc = combine(b, loc, acc, v, t);
+          if (mean)
+            acc = arith::DivFOp::create(
+                b, loc, acc, cst(b, loc, acc, static_cast<double>(a.size())));
+          return acc;
+        };
+        d.eval = [f, mean](const std::vector<double> &v) {
+          double acc = v[0];
+          for (size_t i = 1; i < v.size(); ++i)
+            acc = f(acc, v[i]);
+          return mean ? acc / v.size() : acc;
+        };
+        return d;
+      };
+  registerSimple("Max", variadic(
+                            selectMax,
+                            [](double a, double b) {
+                              return std::isnan(a) || std::isnan(b)
+                                         ? NAN
+                                         : std::max(a, b);
+                            },
+                            false));
+  registerSimple("Min", variadic(
+                            selectMin,
+                            [](double a, double b) {
+                              return std::isnan(a) || std::isnan(b)
+                                         ? NAN
+                                         : std::min(a, b);
+                            },
+                            false));
   auto add = [](OpBuilder &b, Location loc, Value x, Value y,
                 int32_t t) -> Value {
     if (isF(t))
@@ -407,67 +412,50 @@ void registerElementwiseLowerings() {
     return arith::AddIOp::create(b, loc, x, y);
   };
   registerSimple("Sum",
-                 variadic(add, [](double a, double b) { return a + b; }, false));
+                 variadic(
+                     add, [](double a, double b) { return a + b; }, false));
   registerSimple("Mean",
-                 variadic(add, [](double a, double b) { return a + b; }, true));
+                 variadic(
+                     add, [](double a, double b) { return a + b; }, true));
 
-  registerSimple("Exp", mathUnary<math::ExpOp>([](double x) {
-                   return std::exp(x);
-                 }));
-  registerSimple("Log", mathUnary<math::LogOp>([](double x) {
-                   return std::log(x);
-                 }));
-  registerSimple("Sqrt", mathUnary<math::SqrtOp>([](double x) {
-                   return std::sqrt(x);
-                 }));
-  registerSimple("Tanh", mathUnary<math::TanhOp>([](double x) {
-                   return std::tanh(x);
-                 }));
-  registerSimple("Erf", mathUnary<math::ErfOp>([](double x) {
-                   return std::erf(x);
-                 }));
-  registerSimple("Floor", mathUnary<math::FloorOp>([](double x) {
-                   return std::floor(x);
-                 }));
-  registerSimple("Ceil", mathUnary<math::CeilOp>([](double x) {
-                   return std::ceil(x);
-                 }));
-  registerSimple("Round", mathUnary<math::RoundEvenOp>([](double x) {
-                   return std::nearbyint(x);
-                 }));
-  registerSimple("Sin", mathUnary<math::SinOp>([](double x) {
-                   return std::sin(x);
-                 }));
-  registerSimple("Cos", mathUnary<math::CosOp>([](double x) {
-                   return std::cos(x);
-                 }));
-  registerSimple("Tan", mathUnary<math::TanOp>([](double x) {
-                   return std::tan(x);
-                 }));
-  registerSimple("Asin", mathUnary<math::AsinOp>([](double x) {
-                   return std::asin(x);
-                 }));
-  registerSimple("Acos", mathUnary<math::AcosOp>([](double x) {
-                   return std::acos(x);
-                 }));
-  registerSimple("Atan", mathUnary<math::AtanOp>([](double x) {
-                   return std::atan(x);
-                 }));
-  registerSimple("Sinh", mathUnary<math::SinhOp>([](double x) {
-                   return std::sinh(x);
-                 }));
-  registerSimple("Cosh", mathUnary<math::CoshOp>([](double x) {
-                   return std::cosh(x);
-                 }));
-  registerSimple("Asinh", mathUnary<math::AsinhOp>([](double x) {
-                   return std::asinh(x);
-                 }));
-  registerSimple("Acosh", mathUnary<math::AcoshOp>([](double x) {
-                   return std::acosh(x);
-                 }));
-  registerSimple("Atanh", mathUnary<math::AtanhOp>([](double x) {
-                   return std::atanh(x);
-                 }));
+  registerSimple("Exp",
+                 mathUnary<math::ExpOp>([](double x) { return std::exp(x); }));
+  registerSimple("Log",
+                 mathUnary<math::LogOp>([](double x) { return std::log(x); }));
+  registerSimple(
+      "Sqrt", mathUnary<math::SqrtOp>([](double x) { return std::sqrt(x); }));
+  registerSimple(
+      "Tanh", mathUnary<math::TanhOp>([](double x) { return std::tanh(x); }));
+  registerSimple("Erf",
+                 mathUnary<math::ErfOp>([](double x) { return std::erf(x); }));
+  registerSimple("Floor", mathUnary<math::FloorOp>(
+                              [](double x) { return std::floor(x); }));
+  registerSimple(
+      "Ceil", mathUnary<math::CeilOp>([](double x) { return std::ceil(x); }));
+  registerSimple("Round", mathUnary<math::RoundEvenOp>(
+                              [](double x) { return std::nearbyint(x); }));
+  registerSimple("Sin",
+                 mathUnary<math::SinOp>([](double x) { return std::sin(x); }));
+  registerSimple("Cos",
+                 mathUnary<math::CosOp>([](double x) { return std::cos(x); }));
+  registerSimple("Tan",
+                 mathUnary<math::TanOp>([](double x) { return std::tan(x); }));
+  registerSimple(
+      "Asin", mathUnary<math::AsinOp>([](double x) { return std::asin(x); }));
+  registerSimple(
+      "Acos", mathUnary<math::AcosOp>([](double x) { return std::acos(x); }));
+  registerSimple(
+      "Atan", mathUnary<math::AtanOp>([](double x) { return std::atan(x); }));
+  registerSimple(
+      "Sinh", mathUnary<math::SinhOp>([](double x) { return std::sinh(x); }));
+  registerSimple(
+      "Cosh", mathUnary<math::CoshOp>([](double x) { return std::cosh(x); }));
+  registerSimple("Asinh", mathUnary<math::AsinhOp>(
+                              [](double x) { return std::asinh(x); }));
+  registerSimple("Acosh", mathUnary<math::AcoshOp>(
+                              [](double x) { return std::acosh(x); }));
+  registerSimple("Atanh", mathUnary<math::AtanhOp>(
+                              [](double x) { return std::atanh(x); }));
   {
     ElementwiseDef d;
     d.emit = [](OpBuilder &b, Location loc, ValueRange a, int32_t t) -> Value {
@@ -523,12 +511,13 @@ void registerElementwiseLowerings() {
                                           a[0], zero);
         Value minus = cst(b, loc, a[0], -1.0);
         return arith::SelectOp::create(
-            b, loc, pos, one, arith::SelectOp::create(b, loc, neg, minus, zero));
+            b, loc, pos, one,
+            arith::SelectOp::create(b, loc, neg, minus, zero));
       }
-      Value pos = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                        a[0], zero);
-      Value neg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
-                                        a[0], zero);
+      Value pos =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, a[0], zero);
+      Value neg =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, a[0], zero);
       Value minus = cst(b, loc, a[0], -1.0);
       return arith::SelectOp::create(
           b, loc, pos, one, arith::SelectOp::create(b, loc, neg, minus, zero));
@@ -551,14 +540,18 @@ void registerElementwiseLowerings() {
     registerSimple("IsNaN", d);
   }
   registerWithAttrs("IsInf", [](NodeLowering &n) {
-    bool pos = n.attrInt("detect_positive", 1), neg = n.attrInt("detect_negative", 1);
+    bool pos = n.attrInt("detect_positive", 1),
+         neg = n.attrInt("detect_negative", 1);
     ElementwiseDef d;
     d.boolResult = true;
     d.emit = [pos, neg](OpBuilder &b, Location loc, ValueRange a,
                         int32_t) -> Value {
-      Value inf = cst(b, loc, a[0], INFINITY), ninf = cst(b, loc, a[0], -INFINITY);
-      Value p = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, a[0], inf);
-      Value m = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, a[0], ninf);
+      Value inf = cst(b, loc, a[0], INFINITY),
+            ninf = cst(b, loc, a[0], -INFINITY);
+      Value p =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, a[0], inf);
+      Value m =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, a[0], ninf);
       Value f = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
       return arith::OrIOp::create(b, loc, pos ? p : f, neg ? m : f);
     };
@@ -576,7 +569,8 @@ void registerElementwiseLowerings() {
       Value mx = arith::MaximumFOp::create(b, loc, a[0], zero);
       Value ab = math::AbsFOp::create(b, loc, a[0]);
       Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, ab));
-      return arith::AddFOp::create(b, loc, mx, math::Log1pOp::create(b, loc, e));
+      return arith::AddFOp::create(b, loc, mx,
+                                   math::Log1pOp::create(b, loc, e));
     };
     d.eval = [](const std::vector<double> &v) {
       return std::max(v[0], 0.0) + std::log1p(std::exp(-std::fabs(v[0])));
@@ -604,8 +598,10 @@ void registerElementwiseLowerings() {
       Value mx = arith::MaximumFOp::create(b, loc, a[0], zero);
       Value ab = math::AbsFOp::create(b, loc, a[0]);
       Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, ab));
-      Value sp = arith::AddFOp::create(b, loc, mx, math::Log1pOp::create(b, loc, e));
-      return arith::MulFOp::create(b, loc, a[0], math::TanhOp::create(b, loc, sp));
+      Value sp =
+          arith::AddFOp::create(b, loc, mx, math::Log1pOp::create(b, loc, e));
+      return arith::MulFOp::create(b, loc, a[0],
+                                   math::TanhOp::create(b, loc, sp));
     };
     d.eval = [](const std::vector<double> &v) {
       return v[0] * std::tanh(std::log1p(std::exp(v[0])));
@@ -632,7 +628,8 @@ void registerElementwiseLowerings() {
     ElementwiseDef d;
     d.emit = [](OpBuilder &b, Location loc, ValueRange a, int32_t) -> Value {
       Value y = arith::AddFOp::create(
-          b, loc, arith::MulFOp::create(b, loc, a[0], cst(b, loc, a[0], 1.0 / 6)),
+          b, loc,
+          arith::MulFOp::create(b, loc, a[0], cst(b, loc, a[0], 1.0 / 6)),
           cst(b, loc, a[0], 0.5));
       y = arith::MaximumFOp::create(b, loc, y, cst(b, loc, a[0], 0.0));
       y = arith::MinimumFOp::create(b, loc, y, cst(b, loc, a[0], 1.0));
@@ -649,8 +646,8 @@ void registerElementwiseLowerings() {
     d.emit = [alpha](OpBuilder &b, Location loc, ValueRange a,
                      int32_t) -> Value {
       Value zero = cst(b, loc, a[0], 0.0);
-      Value neg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
-                                        a[0], zero);
+      Value neg =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, a[0], zero);
       Value s = arith::MulFOp::create(b, loc, a[0], cst(b, loc, a[0], alpha));
       return arith::SelectOp::create(b, loc, neg, s, a[0]);
     };
@@ -663,8 +660,8 @@ void registerElementwiseLowerings() {
     ElementwiseDef d;
     d.emit = [](OpBuilder &b, Location loc, ValueRange a, int32_t) -> Value {
       Value zero = cst(b, loc, a[0], 0.0);
-      Value neg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
-                                        a[0], zero);
+      Value neg =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, a[0], zero);
       Value s = arith::MulFOp::create(b, loc, a[0], a[1]);
       return arith::SelectOp::create(b, loc, neg, s, a[0]);
     };
@@ -678,10 +675,14 @@ void registerElementwiseLowerings() {
     d.emit = [alpha, gamma, celu](OpBuilder &b, Location loc, ValueRange a,
                                   int32_t) -> Value {
       Value x = a[0], zero = cst(b, loc, x, 0.0), one = cst(b, loc, x, 1.0);
-      Value xs = celu ? (Value)arith::DivFOp::create(b, loc, x, cst(b, loc, x, alpha)) : x;
-      Value em1 = arith::SubFOp::create(b, loc, math::ExpOp::create(b, loc, xs), one);
+      Value xs =
+          celu ? (Value)arith::DivFOp::create(b, loc, x, cst(b, loc, x, alpha))
+               : x;
+      Value em1 =
+          arith::SubFOp::create(b, loc, math::ExpOp::create(b, loc, xs), one);
       Value neg = arith::MulFOp::create(b, loc, cst(b, loc, x, alpha), em1);
-      Value isNeg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, zero);
+      Value isNeg =
+          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, zero);
       Value r = arith::SelectOp::create(b, loc, isNeg, neg, x);
       if (gamma != 1.0)
         r = arith::MulFOp::create(b, loc, r, cst(b, loc, x, gamma));
@@ -726,24 +727,29 @@ void registerElementwiseLowerings() {
       Value x = a[0], half = cst(b, loc, x, 0.5), one = cst(b, loc, x, 1.0);
       Value inner;
       if (tanhApprox) {
-        Value x3 = arith::MulFOp::create(b, loc, x, arith::MulFOp::create(b, loc, x, x));
+        Value x3 = arith::MulFOp::create(b, loc, x,
+                                         arith::MulFOp::create(b, loc, x, x));
         Value t = arith::AddFOp::create(
-            b, loc, x, arith::MulFOp::create(b, loc, x3, cst(b, loc, x, 0.044715)));
-        t = arith::MulFOp::create(b, loc, t, cst(b, loc, x, std::sqrt(2.0 / M_PI)));
+            b, loc, x,
+            arith::MulFOp::create(b, loc, x3, cst(b, loc, x, 0.044715)));
+        t = arith::MulFOp::create(b, loc, t,
+                                  cst(b, loc, x, std::sqrt(2.0 / M_PI)));
         inner = math::TanhOp::create(b, loc, t);
       } else {
         inner = math::ErfOp::create(
-            b, loc, arith::MulFOp::create(b, loc, x, cst(b, loc, x, M_SQRT1_2)));
+            b, loc,
+            arith::MulFOp::create(b, loc, x, cst(b, loc, x, M_SQRT1_2)));
       }
-      return arith::MulFOp::create(
-          b, loc, arith::MulFOp::create(b, loc, x, half),
-          arith::AddFOp::create(b, loc, one, inner));
+      return arith::MulFOp::create(b, loc,
+                                   arith::MulFOp::create(b, loc, x, half),
+                                   arith::AddFOp::create(b, loc, one, inner));
     };
     d.eval = [tanhApprox](const std::vector<double> &v) {
       double x = v[0];
       if (tanhApprox)
         return 0.5 * x *
-               (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
+               (1 +
+                std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
       return 0.5 * x * (1 + std::erf(x * M_SQRT1_2));
     };
     return d;
@@ -821,18 +827,29 @@ void registerElementwiseLowerings() {
       if (!isF(t)) {
         Type f = b.getF64Type();
         Value xf = arith::SIToFPOp::create(b, loc, f, x);
-        Value lo = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, xf, cst(b, loc, xf, -lambd));
-        Value hi = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, xf, cst(b, loc, xf, lambd));
-        Value r = arith::SelectOp::create(b, loc, lo, arith::AddFOp::create(b, loc, xf, cst(b, loc, xf, bias)),
-                                          arith::SelectOp::create(b, loc, hi, arith::SubFOp::create(b, loc, xf, cst(b, loc, xf, bias)), cst(b, loc, xf, 0.0)));
+        Value lo = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, xf,
+                                         cst(b, loc, xf, -lambd));
+        Value hi = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, xf,
+                                         cst(b, loc, xf, lambd));
+        Value r = arith::SelectOp::create(
+            b, loc, lo,
+            arith::AddFOp::create(b, loc, xf, cst(b, loc, xf, bias)),
+            arith::SelectOp::create(
+                b, loc, hi,
+                arith::SubFOp::create(b, loc, xf, cst(b, loc, xf, bias)),
+                cst(b, loc, xf, 0.0)));
         return arith::FPToSIOp::create(b, loc, x.getType(), r);
       }
-      Value lo = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x, cst(b, loc, x, -lambd));
-      Value hi = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, cst(b, loc, x, lambd));
+      Value lo = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x,
+                                       cst(b, loc, x, -lambd));
+      Value hi = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x,
+                                       cst(b, loc, x, lambd));
       return arith::SelectOp::create(
           b, loc, lo, arith::AddFOp::create(b, loc, x, cst(b, loc, x, bias)),
-          arith::SelectOp::create(b, loc, hi, arith::SubFOp::create(b, loc, x, cst(b, loc, x, bias)),
-                                  cst(b, loc, x, 0.0)));
+          arith::SelectOp::create(
+              b, loc, hi,
+              arith::SubFOp::create(b, loc, x, cst(b, loc, x, bias)),
+              cst(b, loc, x, 0.0)));
     };
     d.eval = [lambd, bias](const std::vector<double> &v) {
       return v[0] < -lambd ? v[0] + bias : v[0] > lambd ? v[0] - bias : 0.0;
@@ -842,7 +859,8 @@ void registerElementwiseLowerings() {
   registerWithAttrs("BitShift", [](NodeLowering &n) {
     bool left = n.attrString("direction", "LEFT") == "LEFT";
     ElementwiseDef d;
-    d.emit = [left](OpBuilder &b, Location loc, ValueRange a, int32_t) -> Value {
+    d.emit = [left](OpBuilder &b, Location loc, ValueRange a,
+                    int32_t) -> Value {
       if (left)
         return arith::ShLIOp::create(b, loc, a[0], a[1]);
       return arith::ShRUIOp::create(b, loc, a[0], a[1]);
@@ -858,7 +876,9 @@ void registerElementwiseLowerings() {
     d.emit = [](OpBuilder &b, Location loc, ValueRange a, int32_t) -> Value {
       return arith::SelectOp::create(b, loc, a[0], a[1], a[2]);
     };
-    d.eval = [](const std::vector<double> &v) { return v[0] != 0 ? v[1] : v[2]; };
+    d.eval = [](const std::vector<double> &v) {
+      return v[0] != 0 ? v[1] : v[2];
+    };
     return lowerElementwise(n, d);
   };
   auto castTo = [](NodeLowering &n, int32_t to) -> LogicalResult {
@@ -874,11 +894,11 @@ void registerElementwiseLowerings() {
       return success();
     }
     Type toType = n.elementType(to);
-    Value r = emitElementwise(
-        n.builder(), n.loc(), n.value(0), toType, n.shape(0),
-        [&](OpBuilder &b, Location loc, ValueRange a) {
-          return emitScalarCast(b, loc, a[0], from, to, toType);
-        });
+    Value r =
+        emitElementwise(n.builder(), n.loc(), n.value(0), toType, n.shape(0),
+                        [&](OpBuilder &b, Location loc, ValueRange a) {
+                          return emitScalarCast(b, loc, a[0], from, to, toType);
+                        });
     n.setOutput(0, r, to);
     return success();
   };

@@ -133,21 +133,21 @@ LogicalResult lowerGemm(NodeLowering &n) {
                       " does not broadcast to " + formatShape(out));
       ins.push_back(n.value(2));
     }
-    r = emitElementwise(b, loc, ins, et, out,
-                        [&](OpBuilder &nb, Location l, ValueRange v) {
-                          Value x = v[0];
-                          if (alpha != 1.0)
-                            x = arith::MulFOp::create(
-                                nb, l, x, scalarConstant(nb, l, et, alpha));
-                          if (v.size() > 1) {
-                            Value c = v[1];
-                            if (beta != 1.0)
-                              c = arith::MulFOp::create(
-                                  nb, l, c, scalarConstant(nb, l, et, beta));
-                            x = arith::AddFOp::create(nb, l, x, c);
-                          }
-                          return x;
-                        });
+    r = emitElementwise(
+        b, loc, ins, et, out, [&](OpBuilder &nb, Location l, ValueRange v) {
+          Value x = v[0];
+          if (alpha != 1.0)
+            x = arith::MulFOp::create(nb, l, x,
+                                      scalarConstant(nb, l, et, alpha));
+          if (v.size() > 1) {
+            Value c = v[1];
+            if (beta != 1.0)
+              c = arith::MulFOp::create(nb, l, c,
+                                        scalarConstant(nb, l, et, beta));
+            x = arith::AddFOp::create(nb, l, x, c);
+          }
+          return x;
+        });
   }
   n.setOutput(0, r, n.dtype(0));
   return success();
@@ -165,7 +165,8 @@ LogicalResult windowGeometry(NodeLowering &n, const Shape &spatial,
   g.kernel = kernel;
   g.strides = n.attrInts("strides", std::vector<int64_t>(r, 1));
   g.dilations = n.attrInts("dilations", std::vector<int64_t>(r, 1));
-  std::vector<int64_t> pads = n.attrInts("pads", std::vector<int64_t>(2 * r, 0));
+  std::vector<int64_t> pads =
+      n.attrInts("pads", std::vector<int64_t>(2 * r, 0));
   if (g.strides.size() != r || g.dilations.size() != r || pads.size() != 2 * r)
     return n.fail("strides/dilations/pads do not match " + Twine(r) +
                   " spatial dims");
@@ -177,7 +178,8 @@ LogicalResult windowGeometry(NodeLowering &n, const Shape &spatial,
     int64_t eff = g.dilations[i] * (kernel[i] - 1) + 1;
     if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
       int64_t o = (spatial[i] + g.strides[i] - 1) / g.strides[i];
-      int64_t total = std::max<int64_t>(0, (o - 1) * g.strides[i] + eff - spatial[i]);
+      int64_t total =
+          std::max<int64_t>(0, (o - 1) * g.strides[i] + eff - spatial[i]);
       int64_t small = total / 2, big = total - small;
       g.padLo[i] = autoPad == "SAME_UPPER" ? small : big;
       g.padHi[i] = autoPad == "SAME_UPPER" ? big : small;
@@ -255,14 +257,16 @@ LogicalResult lowerConv(NodeLowering &n) {
     x = emitReshape(b, loc, x, xs);
     w = emitReshape(b, loc, w, ws);
     for (auto *v : {&g.kernel, &g.dilations, &g.padLo, &g.padHi, &g.out})
-      v->insert(v->begin(), (v == &g.out || v == &g.kernel || v == &g.dilations) ? 1 : 0);
+      v->insert(v->begin(),
+                (v == &g.out || v == &g.kernel || v == &g.dilations) ? 1 : 0);
     g.strides.insert(g.strides.begin(), 1);
   }
   int64_t N = xs[0], C = xs[1], M = ws[0];
   int64_t group = n.attrInt("group", 1);
   if (C % group || M % group || ws[1] * group != C)
-    return n.fail("channels " + Twine(C) + " and weight " + formatShape(n.shape(1)) +
-                  " do not fit group " + Twine(group));
+    return n.fail("channels " + Twine(C) + " and weight " +
+                  formatShape(n.shape(1)) + " do not fit group " +
+                  Twine(group));
   x = padSpatial(b, loc, x, g, 0.0);
   Type et = n.elementType(n.dtype(0));
   Shape out = {N, M, g.out[0], g.out[1]};
@@ -284,7 +288,8 @@ LogicalResult lowerConv(NodeLowering &n) {
   } else {
     Shape px = shapeOf(x);
     Value xg = emitReshape(b, loc, x, {N, group, C / group, px[2], px[3]});
-    Value wg = emitReshape(b, loc, w, {group, M / group, C / group, ws[2], ws[3]});
+    Value wg =
+        emitReshape(b, loc, w, {group, M / group, C / group, ws[2], ws[3]});
     Shape gout = {N, group, M / group, g.out[0], g.out[1]};
     Value init = emitFilled(b, loc, gout, zeroAttr(b, et));
     r = linalg::Conv2DNgchwGfchwOp::create(b, loc, TypeRange{init.getType()},
@@ -297,7 +302,8 @@ LogicalResult lowerConv(NodeLowering &n) {
     Value bias = emitReshape(b, loc, n.value(2), {M, 1, 1});
     r = emitElementwise(b, loc, ValueRange{r, bias}, et, out,
                         [](OpBuilder &nb, Location l, ValueRange v) {
-                          return (Value)arith::AddFOp::create(nb, l, v[0], v[1]);
+                          return (Value)arith::AddFOp::create(nb, l, v[0],
+                                                              v[1]);
                         });
   }
   if (is1d)
@@ -323,7 +329,8 @@ LogicalResult lowerPool(NodeLowering &n, bool isMax) {
   WindowGeometry g;
   if (failed(windowGeometry(n, spatial, kernel, n.attrInt("ceil_mode", 0), g)))
     return failure();
-  std::vector<int64_t> explicitHi = n.attrInts("pads", std::vector<int64_t>(2 * spatial.size(), 0));
+  std::vector<int64_t> explicitHi =
+      n.attrInts("pads", std::vector<int64_t>(2 * spatial.size(), 0));
   if (is1d) {
     xs.insert(xs.begin() + 2, 1);
     spatial.insert(spatial.begin(), 1);
@@ -338,20 +345,21 @@ LogicalResult lowerPool(NodeLowering &n, bool isMax) {
   Type et = n.elementType(n.dtype(0));
   x = padSpatial(b, loc, x, g, isMax ? -INFINITY : 0.0);
   Shape out = {xs[0], xs[1], g.out[0], g.out[1]};
-  Value window = tensor::EmptyOp::create(b, loc, Shape{g.kernel[0], g.kernel[1]}, et);
+  Value window =
+      tensor::EmptyOp::create(b, loc, Shape{g.kernel[0], g.kernel[1]}, et);
   auto strides = i64Vector(b, g.strides), dil = i64Vector(b, g.dilations);
   Value r;
   if (isMax) {
     Value init = emitFilled(b, loc, out, b.getFloatAttr(et, -INFINITY));
     r = linalg::PoolingNchwMaxOp::create(b, loc, TypeRange{init.getType()},
-                                         ValueRange{x, window}, ValueRange{init},
-                                         strides, dil)
+                                         ValueRange{x, window},
+                                         ValueRange{init}, strides, dil)
             .getResult(0);
   } else {
     Value init = emitFilled(b, loc, out, b.getFloatAttr(et, 0.0));
     r = linalg::PoolingNchwSumOp::create(b, loc, TypeRange{init.getType()},
-                                         ValueRange{x, window}, ValueRange{init},
-                                         strides, dil)
+                                         ValueRange{x, window},
+                                         ValueRange{init}, strides, dil)
             .getResult(0);
     // Divisors are static: count each window's elements inside the input
     // (or inside the explicitly padded input with count_include_pad).
@@ -367,7 +375,12 @@ LogicalResult lowerPool(NodeLowering &n, bool isMax) {
           if (includePad && !(is1d && d == 0)) {
             lo = -g.padLo[d];
             hi = spatial[d] + explicitHi[spatial.size() - off + d - off];
-            hi = spatial[d] + (g.padHi[d] > 0 ? std::min<int64_t>(g.padHi[d], explicitHi[(spatial.size() - off) + (d - off)]) : 0);
+            hi = spatial[d] +
+                 (g.padHi[d] > 0
+                      ? std::min<int64_t>(
+                            g.padHi[d],
+                            explicitHi[(spatial.size() - off) + (d - off)])
+                      : 0);
           }
           int64_t c = 0;
           for (int64_t k = 0; k < g.kernel[d]; ++k) {
@@ -393,10 +406,12 @@ LogicalResult lowerPool(NodeLowering &n, bool isMax) {
                 APFloat::rmNearestTiesToEven, &lost);
       vals.push_back(f);
     }
-    Value div = arith::ConstantOp::create(b, loc, DenseElementsAttr::get(tt, vals));
+    Value div =
+        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(tt, vals));
     r = emitElementwise(b, loc, ValueRange{r, div}, et, out,
                         [](OpBuilder &nb, Location l, ValueRange v) {
-                          return (Value)arith::DivFOp::create(nb, l, v[0], v[1]);
+                          return (Value)arith::DivFOp::create(nb, l, v[0],
+                                                              v[1]);
                         });
   }
   if (is1d)
@@ -405,7 +420,18 @@ LogicalResult lowerPool(NodeLowering &n, bool isMax) {
   return success();
 }
 
-enum class ReduceKind { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
+enum class ReduceKind {
+  Sum,
+  Mean,
+  Max,
+  Min,
+  Prod,
+  L1,
+  L2,
+  LogSum,
+  LogSumExp,
+  SumSquare
+};
 
 LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
   const Shape &in = n.shape(0);
@@ -446,9 +472,10 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
       out[a] = 1;
     const Literal &l = n.literal(0);
     std::vector<double> acc(numElements(out));
-    double init = (kind == ReduceKind::Max) ? -INFINITY
-                  : (kind == ReduceKind::Min) ? INFINITY
-                  : (kind == ReduceKind::Prod) ? 1.0 : 0.0;
+    double init = (kind == ReduceKind::Max)    ? -INFINITY
+                  : (kind == ReduceKind::Min)  ? INFINITY
+                  : (kind == ReduceKind::Prod) ? 1.0
+                                               : 0.0;
     std::fill(acc.begin(), acc.end(), init);
     std::vector<int64_t> ost = stridesOf(out), idx(rank, 0);
     for (int64_t e = 0; e < l.size(); ++e) {
@@ -458,13 +485,27 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
       double x = l.getAsDouble(e);
       double &a = acc[o];
       switch (kind) {
-      case ReduceKind::Max: a = std::max(a, x); break;
-      case ReduceKind::Min: a = std::min(a, x); break;
-      case ReduceKind::Prod: a *= x; break;
-      case ReduceKind::L1: a += std::fabs(x); break;
-      case ReduceKind::L2: case ReduceKind::SumSquare: a += x * x; break;
-      case ReduceKind::LogSumExp: a += std::exp(x); break;
-      default: a += x;
+      case ReduceKind::Max:
+        a = std::max(a, x);
+        break;
+      case ReduceKind::Min:
+        a = std::min(a, x);
+        break;
+      case ReduceKind::Prod:
+        a *= x;
+        break;
+      case ReduceKind::L1:
+        a += std::fabs(x);
+        break;
+      case ReduceKind::L2:
+      case ReduceKind::SumSquare:
+        a += x * x;
+        break;
+      case ReduceKind::LogSumExp:
+        a += std::exp(x);
+        break;
+      default:
+        a += x;
       }
       for (int64_t d = rank - 1; d >= 0; --d) {
         if (++idx[d] < in[d])
@@ -479,9 +520,12 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
     Literal r(dt, finalShape);
     for (size_t i = 0; i < acc.size(); ++i) {
       double v = acc[i];
-      if (kind == ReduceKind::Mean) v /= count;
-      if (kind == ReduceKind::L2) v = std::sqrt(v);
-      if (kind == ReduceKind::LogSum || kind == ReduceKind::LogSumExp) v = std::log(v);
+      if (kind == ReduceKind::Mean)
+        v /= count;
+      if (kind == ReduceKind::L2)
+        v = std::sqrt(v);
+      if (kind == ReduceKind::LogSum || kind == ReduceKind::LogSumExp)
+        v = std::log(v);
       r.setFromDouble(i, v);
     }
     n.setOutput(0, std::move(r));
@@ -500,7 +544,8 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
   switch (kind) {
   case ReduceKind::Max:
     init = fl ? (TypedAttr)b.getFloatAttr(et, -INFINITY)
-              : (TypedAttr)b.getIntegerAttr(et, APInt::getSignedMinValue(et.getIntOrFloatBitWidth()));
+              : (TypedAttr)b.getIntegerAttr(
+                    et, APInt::getSignedMinValue(et.getIntOrFloatBitWidth()));
     combine = [fl](OpBuilder &nb, Location l, ValueRange v) -> Value {
       if (fl)
         return arith::MaximumFOp::create(nb, l, v[0], v[1]);
@@ -509,7 +554,8 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
     break;
   case ReduceKind::Min:
     init = fl ? (TypedAttr)b.getFloatAttr(et, INFINITY)
-              : (TypedAttr)b.getIntegerAttr(et, APInt::getSignedMaxValue(et.getIntOrFloatBitWidth()));
+              : (TypedAttr)b.getIntegerAttr(
+                    et, APInt::getSignedMaxValue(et.getIntOrFloatBitWidth()));
     combine = [fl](OpBuilder &nb, Location l, ValueRange v) -> Value {
       if (fl)
         return arith::MinimumFOp::create(nb, l, v[0], v[1]);
@@ -517,7 +563,8 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
     };
     break;
   case ReduceKind::Prod:
-    init = fl ? (TypedAttr)b.getFloatAttr(et, 1.0) : (TypedAttr)b.getIntegerAttr(et, 1);
+    init = fl ? (TypedAttr)b.getFloatAttr(et, 1.0)
+              : (TypedAttr)b.getIntegerAttr(et, 1);
     combine = [fl](OpBuilder &nb, Location l, ValueRange v) -> Value {
       if (fl)
         return arith::MulFOp::create(nb, l, v[0], v[1]);
@@ -525,7 +572,8 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
     };
     break;
   default:
-    init = fl ? (TypedAttr)b.getFloatAttr(et, 0.0) : (TypedAttr)b.getIntegerAttr(et, 0);
+    init = fl ? (TypedAttr)b.getFloatAttr(et, 0.0)
+              : (TypedAttr)b.getIntegerAttr(et, 0);
     combine = addB;
   }
   if (kind == ReduceKind::L1)
@@ -542,23 +590,25 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
     };
   if (kind == ReduceKind::LogSumExp) {
     // log(sum(exp(x - max))) + max keeps large inputs finite.
-    Value mx = emitReduction(b, loc, n.value(0), axes, true,
-                             b.getFloatAttr(et, -INFINITY),
-                             [](OpBuilder &nb, Location l, ValueRange v) {
-                               return (Value)arith::MaximumFOp::create(nb, l, v[0], v[1]);
-                             });
-    Value shifted = emitElementwise(b, loc, ValueRange{n.value(0), mx}, et, in,
-                                    [](OpBuilder &nb, Location l, ValueRange v) {
-                                      return (Value)math::ExpOp::create(
-                                          nb, l, arith::SubFOp::create(nb, l, v[0], v[1]));
-                                    });
+    Value mx = emitReduction(
+        b, loc, n.value(0), axes, true, b.getFloatAttr(et, -INFINITY),
+        [](OpBuilder &nb, Location l, ValueRange v) {
+          return (Value)arith::MaximumFOp::create(nb, l, v[0], v[1]);
+        });
+    Value shifted =
+        emitElementwise(b, loc, ValueRange{n.value(0), mx}, et, in,
+                        [](OpBuilder &nb, Location l, ValueRange v) {
+                          return (Value)math::ExpOp::create(
+                              nb, l, arith::SubFOp::create(nb, l, v[0], v[1]));
+                        });
     Value s = emitReduction(b, loc, shifted, axes, true, init, addB);
     Shape kept = shapeOf(s);
-    Value r = emitElementwise(b, loc, ValueRange{s, mx}, et, kept,
-                              [](OpBuilder &nb, Location l, ValueRange v) {
-                                return (Value)arith::AddFOp::create(
-                                    nb, l, math::LogOp::create(nb, l, v[0]), v[1]);
-                              });
+    Value r =
+        emitElementwise(b, loc, ValueRange{s, mx}, et, kept,
+                        [](OpBuilder &nb, Location l, ValueRange v) {
+                          return (Value)arith::AddFOp::create(
+                              nb, l, math::LogOp::create(nb, l, v[0]), v[1]);
+                        });
     if (!keep) {
       Shape sq;
       for (int64_t d = 0; d < rank; ++d)
@@ -570,20 +620,22 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
     return success();
   }
   Value r = emitReduction(b, loc, n.value(0), axes, keep, init, combine, map);
-  if (kind == ReduceKind::Mean || kind == ReduceKind::L2 || kind == ReduceKind::LogSum) {
-    r = emitElementwise(b, loc, ValueRange{r}, et, shapeOf(r),
-                        [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
-                          if (kind == ReduceKind::Mean) {
-                            if (fl)
-                              return arith::DivFOp::create(
-                                  nb, l, v[0], scalarConstant(nb, l, et, count));
-                            return arith::DivSIOp::create(
-                                nb, l, v[0], scalarConstant(nb, l, et, count));
-                          }
-                          if (kind == ReduceKind::L2)
-                            return math::SqrtOp::create(nb, l, v[0]);
-                          return math::LogOp::create(nb, l, v[0]);
-                        });
+  if (kind == ReduceKind::Mean || kind == ReduceKind::L2 ||
+      kind == ReduceKind::LogSum) {
+    r = emitElementwise(
+        b, loc, ValueRange{r}, et, shapeOf(r),
+        [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
+          if (kind == ReduceKind::Mean) {
+            if (fl)
+              return arith::DivFOp::create(nb, l, v[0],
+                                           scalarConstant(nb, l, et, count));
+            return arith::DivSIOp::create(nb, l, v[0],
+                                          scalarConstant(nb, l, et, count));
+          }
+          if (kind == ReduceKind::L2)
+            return math::SqrtOp::create(nb, l, v[0]);
+          return math::LogOp::create(nb, l, v[0]);
+        });
   }
   n.setOutput(0, r, dt);
   return success();
@@ -602,10 +654,11 @@ LogicalResult lowerGlobalPool(NodeLowering &n, bool isMax) {
     count *= in[a];
   Value r;
   if (isMax) {
-    r = emitReduction(b, loc, n.value(0), axes, true, b.getFloatAttr(et, -INFINITY),
-                      [](OpBuilder &nb, Location l, ValueRange v) {
-                        return (Value)arith::MaximumFOp::create(nb, l, v[0], v[1]);
-                      });
+    r = emitReduction(
+        b, loc, n.value(0), axes, true, b.getFloatAttr(et, -INFINITY),
+        [](OpBuilder &nb, Location l, ValueRange v) {
+          return (Value)arith::MaximumFOp::create(nb, l, v[0], v[1]);
+        });
   } else {
     r = emitReduction(b, loc, n.value(0), axes, true, b.getFloatAttr(et, 0.0),
                       [](OpBuilder &nb, Location l, ValueRange v) {
@@ -668,12 +721,16 @@ LogicalResult lowerArgExtreme(NodeLowering &n, bool isMax) {
             nb, l, nb.getI64Type(), linalg::IndexOp::create(nb, l, axis));
         Value better;
         if (fl) {
-          auto pred = isMax ? (last ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OGT)
-                            : (last ? arith::CmpFPredicate::OLE : arith::CmpFPredicate::OLT);
+          auto pred = isMax ? (last ? arith::CmpFPredicate::OGE
+                                    : arith::CmpFPredicate::OGT)
+                            : (last ? arith::CmpFPredicate::OLE
+                                    : arith::CmpFPredicate::OLT);
           better = arith::CmpFOp::create(nb, l, pred, x, best);
         } else {
-          auto pred = isMax ? (last ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sgt)
-                            : (last ? arith::CmpIPredicate::sle : arith::CmpIPredicate::slt);
+          auto pred = isMax ? (last ? arith::CmpIPredicate::sge
+                                    : arith::CmpIPredicate::sgt)
+                            : (last ? arith::CmpIPredicate::sle
+                                    : arith::CmpIPredicate::slt);
           better = arith::CmpIOp::create(nb, l, pred, x, best);
         }
         // The first element always wins, so an all-NaN or all-extreme
@@ -731,8 +788,10 @@ LogicalResult lowerCumSum(NodeLowering &n) {
         Value i = linalg::IndexOp::create(nb, l, axis);
         Value j = linalg::IndexOp::create(nb, l, rank);
         arith::CmpIPredicate pred =
-            reverse ? (exclusive ? arith::CmpIPredicate::ugt : arith::CmpIPredicate::uge)
-                    : (exclusive ? arith::CmpIPredicate::ult : arith::CmpIPredicate::ule);
+            reverse ? (exclusive ? arith::CmpIPredicate::ugt
+                                 : arith::CmpIPredicate::uge)
+                    : (exclusive ? arith::CmpIPredicate::ult
+                                 : arith::CmpIPredicate::ule);
         Value take = arith::CmpIOp::create(nb, l, pred, j, i);
         Value sum = fl ? (Value)arith::AddFOp::create(nb, l, a[1], a[0])
                        : (Value)arith::AddIOp::create(nb, l, a[1], a[0]);
@@ -746,8 +805,12 @@ LogicalResult lowerCumSum(NodeLowering &n) {
 } // namespace
 
 void registerLinalgLowerings() {
-  opLowerings()["ArgMax"] = [](NodeLowering &n) { return lowerArgExtreme(n, true); };
-  opLowerings()["ArgMin"] = [](NodeLowering &n) { return lowerArgExtreme(n, false); };
+  opLowerings()["ArgMax"] = [](NodeLowering &n) {
+    return lowerArgExtreme(n, true);
+  };
+  opLowerings()["ArgMin"] = [](NodeLowering &n) {
+    return lowerArgExtreme(n, false);
+  };
   opLowerings()["CumSum"] = lowerCumSum;
   auto &t = opLowerings();
   t["MatMul"] = lowerMatMul;
@@ -755,18 +818,40 @@ void registerLinalgLowerings() {
   t["Conv"] = lowerConv;
   t["MaxPool"] = [](NodeLowering &n) { return lowerPool(n, true); };
   t["AveragePool"] = [](NodeLowering &n) { return lowerPool(n, false); };
-  t["GlobalAveragePool"] = [](NodeLowering &n) { return lowerGlobalPool(n, false); };
+  t["GlobalAveragePool"] = [](NodeLowering &n) {
+    return lowerGlobalPool(n, false);
+  };
   t["GlobalMaxPool"] = [](NodeLowering &n) { return lowerGlobalPool(n, true); };
-  t["ReduceSum"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::Sum); };
-  t["ReduceMean"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::Mean); };
-  t["ReduceMax"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::Max); };
-  t["ReduceMin"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::Min); };
-  t["ReduceProd"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::Prod); };
-  t["ReduceL1"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::L1); };
-  t["ReduceL2"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::L2); };
-  t["ReduceLogSum"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::LogSum); };
-  t["ReduceLogSumExp"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::LogSumExp); };
-  t["ReduceSumSquare"] = [](NodeLowering &n) { return lowerReduce(n, ReduceKind::SumSquare); };
+  t["ReduceSum"] = [](NodeLowering &n) {
+    return lowerReduce(n, ReduceKind::Sum);
+  };
+  t["ReduceMean"] = [](NodeLowering &n) {
+    return lowerReduce(n, ReduceKind::Mean);
+  };
+  t["ReduceMax"] = [](NodeLowering &n) {
+    return lowerReduce(n, ReduceKind::Max);
+  };
+  t["ReduceMin"] = [](NodeLowering &n) {
+    return lowerReduce(n, ReduceKind::Min);
+  };
+  t["ReduceProd"] = [](NodeLowering &n) {
+    return lowerReduce(n, ReduceKind::Prod);
+  };
+  t["ReduceL1"] = [](NodeLowering &n) {
+    return lowerReduce(n, ReduceKind::L1);
+  };
+  t["ReduceL2"] = [](NodeLowering &n) {
+    return lowerReduce(n, ReduceKind::L2);
+  };
+  t["ReduceLogSum"] = [](NodeLowering &n) {
+    return lowerReduce(n, ReduceKind::LogSum);
+  };
+  t["ReduceLogSumExp"] = [](NodeLowering &n) {
+    return lowerReduce(n, ReduceKind::LogSumExp);
+  };
+  t["ReduceSumSquare"] = [](NodeLowering &n) {
+    return lowerReduce(n, ReduceKind::SumSquare);
+  };
 }
 
 } // namespace mcc

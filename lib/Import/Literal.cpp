@@ -94,7 +94,8 @@ static float halfToFloat(uint16_t h) {
   else if (exp == 31)
     v = mant ? NAN : INFINITY;
   else
-    v = std::ldexp(static_cast<float>(mant | 0x400), static_cast<int>(exp) - 25);
+    v = std::ldexp(static_cast<float>(mant | 0x400),
+                   static_cast<int>(exp) - 25);
   return sign ? -v : v;
 }
 
@@ -126,8 +127,8 @@ static uint16_t floatToHalf(float f) {
 
 Literal::Literal(int32_t dtype, Shape shape)
     : dtype_(dtype), shape_(std::move(shape)),
-      bytes_(std::make_shared<std::vector<uint8_t>>(
-          numElements(shape_) * dtypeSize(dtype))) {}
+      bytes_(std::make_shared<std::vector<uint8_t>>(numElements(shape_) *
+                                                    dtypeSize(dtype))) {}
 
 Literal::Literal(int32_t dtype, Shape shape, std::vector<uint8_t> bytes)
     : dtype_(dtype), shape_(std::move(shape)),
@@ -246,9 +247,9 @@ Literal Literal::castTo(int32_t dtype) const {
   return r;
 }
 
-Literal Literal::gather(
-    const Shape &outShape,
-    const std::function<int64_t(const int64_t *)> &source) const {
+Literal
+Literal::gather(const Shape &outShape,
+                const std::function<int64_t(const int64_t *)> &source) const {
   Literal r(dtype_, outShape);
   size_t es = dtypeSize(dtype_);
   int64_t n = numElements(outShape);

@@ -49,15 +49,16 @@ FailureOr<Value> negativeLogLikelihood(NodeLowering &n, Value logp,
   SmallVector<AffineMap> maps(3, AffineMap::getMultiDimIdentityMap(r, ctx));
   SmallVector<utils::IteratorType> iters(r, utils::IteratorType::parallel);
   auto op = linalg::GenericOp::create(
-      b, loc, TypeRange{lossInit.getType(), wInit.getType()}, ValueRange{target},
-      ValueRange{lossInit, wInit}, maps, iters,
+      b, loc, TypeRange{lossInit.getType(), wInit.getType()},
+      ValueRange{target}, ValueRange{lossInit, wInit}, maps, iters,
       [&](OpBuilder &nb, Location l, ValueRange a) {
         Value t = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
         Value keep = arith::ConstantOp::create(nb, l, nb.getBoolAttr(true));
         if (ignore)
           keep = arith::CmpIOp::create(
               nb, l, arith::CmpIPredicate::ne, a[0],
-              arith::ConstantOp::create(nb, l, nb.getIntegerAttr(a[0].getType(), *ignore)));
+              arith::ConstantOp::create(
+                  nb, l, nb.getIntegerAttr(a[0].getType(), *ignore)));
         // Clamp so an ignored (or bad) label never reads out of bounds.
         Value zero = arith::ConstantIndexOp::create(nb, l, 0);
         Value safe = arith::MinSIOp::create(
@@ -71,10 +72,12 @@ FailureOr<Value> negativeLogLikelihood(NodeLowering &n, Value logp,
         if (weight)
           w = tensor::ExtractOp::create(nb, l, *weight, ValueRange{safe});
         Value fz = scalarConstant(nb, l, et, 0.0);
-        Value loss = arith::NegFOp::create(nb, l, arith::MulFOp::create(nb, l, x, w));
+        Value loss =
+            arith::NegFOp::create(nb, l, arith::MulFOp::create(nb, l, x, w));
         linalg::YieldOp::create(
-            nb, l, ValueRange{arith::SelectOp::create(nb, l, keep, loss, fz),
-                              arith::SelectOp::create(nb, l, keep, w, fz)});
+            nb, l,
+            ValueRange{arith::SelectOp::create(nb, l, keep, loss, fz),
+                       arith::SelectOp::create(nb, l, keep, w, fz)});
       });
   Value loss = op.getResult(0), wsum = op.getResult(1);
   if (reduction == "none")
@@ -82,13 +85,16 @@ FailureOr<Value> negativeLogLikelihood(NodeLowering &n, Value logp,
   std::vector<int64_t> all;
   for (int64_t d = 0; d < r; ++d)
     all.push_back(d);
-  Value total = emitReduction(b, loc, loss, all, false, b.getFloatAttr(et, 0.0), addF);
+  Value total =
+      emitReduction(b, loc, loss, all, false, b.getFloatAttr(et, 0.0), addF);
   if (reduction == "sum")
     return total;
-  Value denom = emitReduction(b, loc, wsum, all, false, b.getFloatAttr(et, 0.0), addF);
+  Value denom =
+      emitReduction(b, loc, wsum, all, false, b.getFloatAttr(et, 0.0), addF);
   return emitElementwise(b, loc, ValueRange{total, denom}, et, {},
                          [](OpBuilder &nb, Location l, ValueRange v) {
-                           return (Value)arith::DivFOp::create(nb, l, v[0], v[1]);
+                           return (Value)arith::DivFOp::create(nb, l, v[0],
+                                                               v[1]);
                          });
 }
 
@@ -114,20 +120,23 @@ LogicalResult lowerSoftmaxCrossEntropy(NodeLowering &n) {
   // log_softmax over the class axis (1), max-shifted.
   Value mx = emitReduction(b, loc, x, {1}, true, b.getFloatAttr(et, -INFINITY),
                            [](OpBuilder &nb, Location l, ValueRange v) {
-                             return (Value)arith::MaximumFOp::create(nb, l, v[0], v[1]);
+                             return (Value)arith::MaximumFOp::create(
+                                 nb, l, v[0], v[1]);
                            });
-  Value e = emitElementwise(b, loc, ValueRange{x, mx}, et, in,
-                            [](OpBuilder &nb, Location l, ValueRange v) {
-                              return (Value)math::ExpOp::create(
-                                  nb, l, arith::SubFOp::create(nb, l, v[0], v[1]));
-                            });
+  Value e =
+      emitElementwise(b, loc, ValueRange{x, mx}, et, in,
+                      [](OpBuilder &nb, Location l, ValueRange v) {
+                        return (Value)math::ExpOp::create(
+                            nb, l, arith::SubFOp::create(nb, l, v[0], v[1]));
+                      });
   Value s = emitReduction(b, loc, e, {1}, true, b.getFloatAttr(et, 0.0), addF);
-  Value logp = emitElementwise(b, loc, ValueRange{x, mx, s}, et, in,
-                               [](OpBuilder &nb, Location l, ValueRange v) {
-                                 Value d = arith::SubFOp::create(nb, l, v[0], v[1]);
-                                 return (Value)arith::SubFOp::create(
-                                     nb, l, d, math::LogOp::create(nb, l, v[2]));
-                               });
+  Value logp =
+      emitElementwise(b, loc, ValueRange{x, mx, s}, et, in,
+                      [](OpBuilder &nb, Location l, ValueRange v) {
+                        Value d = arith::SubFOp::create(nb, l, v[0], v[1]);
+                        return (Value)arith::SubFOp::create(
+                            nb, l, d, math::LogOp::create(nb, l, v[2]));
+                      });
   std::optional<Value> weight;
   if (n.hasInput(2))
     weight = n.value(2);

@@ -101,9 +101,8 @@ Value emitReduction(OpBuilder &b, Location loc, Value input,
     }
   }
   Value acc = emitFilled(b, loc, outShape, init);
-  SmallVector<AffineMap> maps = {
-      AffineMap::getMultiDimIdentityMap(rank, ctx),
-      AffineMap::get(rank, 0, outExprs, ctx)};
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                 AffineMap::get(rank, 0, outExprs, ctx)};
   auto op = linalg::GenericOp::create(
       b, loc, acc.getType(), ValueRange{input}, ValueRange{acc}, maps, iters,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
@@ -123,8 +122,7 @@ Value emitReduction(OpBuilder &b, Location loc, Value input,
   return r;
 }
 
-Value emitReshape(OpBuilder &b, Location loc, Value input,
-                  const Shape &shape) {
+Value emitReshape(OpBuilder &b, Location loc, Value input, const Shape &shape) {
   auto type = cast<RankedTensorType>(input.getType());
   if (Shape(type.getShape().begin(), type.getShape().end()) == shape)
     return input;

@@ -31,7 +31,8 @@ LogicalResult lowerSoftmax(NodeLowering &n, bool logSoftmax) {
     return n.fail("input must be floating point");
   const Shape &origShape = n.shape(0);
   int64_t origRank = origShape.size();
-  int64_t axis = normalizeAxis(n.attrInt("axis", n.opset() < 13 ? 1 : -1), origRank);
+  int64_t axis =
+      normalizeAxis(n.attrInt("axis", n.opset() < 13 ? 1 : -1), origRank);
   if (axis < 0 || axis >= origRank)
     return n.fail("axis out of range");
   OpBuilder &b = n.builder();
@@ -48,13 +49,16 @@ LogicalResult lowerSoftmax(NodeLowering &n, bool logSoftmax) {
     x = emitReshape(b, loc, x, in);
     axis = 1;
   }
-  Value mx = emitReduction(b, loc, x, {axis}, true, b.getFloatAttr(et, -INFINITY), maxF);
-  Value e = emitElementwise(b, loc, ValueRange{x, mx}, et, in,
-                            [](OpBuilder &nb, Location l, ValueRange v) {
-                              return (Value)math::ExpOp::create(
-                                  nb, l, arith::SubFOp::create(nb, l, v[0], v[1]));
-                            });
-  Value s = emitReduction(b, loc, e, {axis}, true, b.getFloatAttr(et, 0.0), addF);
+  Value mx = emitReduction(b, loc, x, {axis}, true,
+                           b.getFloatAttr(et, -INFINITY), maxF);
+  Value e =
+      emitElementwise(b, loc, ValueRange{x, mx}, et, in,
+                      [](OpBuilder &nb, Location l, ValueRange v) {
+                        return (Value)math::ExpOp::create(
+                            nb, l, arith::SubFOp::create(nb, l, v[0], v[1]));
+                      });
+  Value s =
+      emitReduction(b, loc, e, {axis}, true, b.getFloatAttr(et, 0.0), addF);
   Value r;
   if (logSoftmax)
     r = emitElementwise(b, loc, ValueRange{x, mx, s}, et, in,
@@ -66,7 +70,8 @@ LogicalResult lowerSoftmax(NodeLowering &n, bool logSoftmax) {
   else
     r = emitElementwise(b, loc, ValueRange{e, s}, et, in,
                         [](OpBuilder &nb, Location l, ValueRange v) {
-                          return (Value)arith::DivFOp::create(nb, l, v[0], v[1]);
+                          return (Value)arith::DivFOp::create(nb, l, v[0],
+                                                              v[1]);
                         });
   n.setOutput(0, emitReshape(b, loc, r, origShape), n.dtype(0));
   return success();
@@ -80,27 +85,32 @@ std::pair<Value, Value> meanAndInvStd(OpBuilder &b, Location loc, Value x,
   int64_t count = 1;
   for (int64_t a : axes)
     count *= in[a];
-  Value sum = emitReduction(b, loc, x, axes, true, b.getFloatAttr(et, 0.0), addF);
+  Value sum =
+      emitReduction(b, loc, x, axes, true, b.getFloatAttr(et, 0.0), addF);
   Shape kept = shapeOf(sum);
-  Value mean = emitElementwise(b, loc, ValueRange{sum}, et, kept,
-                               [&](OpBuilder &nb, Location l, ValueRange v) {
-                                 return (Value)arith::DivFOp::create(
-                                     nb, l, v[0], scalarConstant(nb, l, et, count));
-                               });
-  Value centered2 = emitElementwise(b, loc, ValueRange{x, mean}, et, in,
-                                    [](OpBuilder &nb, Location l, ValueRange v) {
-                                      Value d = arith::SubFOp::create(nb, l, v[0], v[1]);
-                                      return (Value)arith::MulFOp::create(nb, l, d, d);
-                                    });
-  Value vsum = emitReduction(b, loc, centered2, axes, true, b.getFloatAttr(et, 0.0), addF);
-  Value inv = emitElementwise(b, loc, ValueRange{vsum}, et, kept,
-                              [&](OpBuilder &nb, Location l, ValueRange v) {
-                                Value var = arith::DivFOp::create(
-                                    nb, l, v[0], scalarConstant(nb, l, et, count));
-                                Value ve = arith::AddFOp::create(
-                                    nb, l, var, scalarConstant(nb, l, et, eps));
-                                return (Value)math::RsqrtOp::create(nb, l, ve);
-                              });
+  Value mean =
+      emitElementwise(b, loc, ValueRange{sum}, et, kept,
+                      [&](OpBuilder &nb, Location l, ValueRange v) {
+                        return (Value)arith::DivFOp::create(
+                            nb, l, v[0], scalarConstant(nb, l, et, count));
+                      });
+  Value centered2 =
+      emitElementwise(b, loc, ValueRange{x, mean}, et, in,
+                      [](OpBuilder &nb, Location l, ValueRange v) {
+                        Value d = arith::SubFOp::create(nb, l, v[0], v[1]);
+                        return (Value)arith::MulFOp::create(nb, l, d, d);
+                      });
+  Value vsum = emitReduction(b, loc, centered2, axes, true,
+                             b.getFloatAttr(et, 0.0), addF);
+  Value inv = emitElementwise(
+      b, loc, ValueRange{vsum}, et, kept,
+      [&](OpBuilder &nb, Location l, ValueRange v) {
+        Value var = arith::DivFOp::create(nb, l, v[0],
+                                          scalarConstant(nb, l, et, count));
+        Value ve =
+            arith::AddFOp::create(nb, l, var, scalarConstant(nb, l, et, eps));
+        return (Value)math::RsqrtOp::create(nb, l, ve);
+      });
   return {mean, inv};
 }
 
@@ -124,15 +134,15 @@ LogicalResult lowerLayerNorm(NodeLowering &n) {
   bool hasBias = n.hasInput(2);
   if (hasBias)
     ins.push_back(n.value(2));
-  Value y = emitElementwise(b, loc, ins, et, in,
-                            [hasBias](OpBuilder &nb, Location l, ValueRange v) {
-                              Value d = arith::SubFOp::create(nb, l, v[0], v[1]);
-                              Value r = arith::MulFOp::create(
-                                  nb, l, arith::MulFOp::create(nb, l, d, v[2]), v[3]);
-                              if (hasBias)
-                                r = arith::AddFOp::create(nb, l, r, v[4]);
-                              return r;
-                            });
+  Value y = emitElementwise(
+      b, loc, ins, et, in, [hasBias](OpBuilder &nb, Location l, ValueRange v) {
+        Value d = arith::SubFOp::create(nb, l, v[0], v[1]);
+        Value r = arith::MulFOp::create(
+            nb, l, arith::MulFOp::create(nb, l, d, v[2]), v[3]);
+        if (hasBias)
+          r = arith::AddFOp::create(nb, l, r, v[4]);
+        return r;
+      });
   n.setOutput(0, y, n.dtype(0));
   n.setOutput(1, mean, n.dtype(0));
   n.setOutput(2, inv, n.dtype(0));
@@ -153,17 +163,21 @@ LogicalResult lowerRMSNorm(NodeLowering &n) {
   OpBuilder &b = n.builder();
   Location loc = n.loc();
   Type et = n.elementType(n.dtype(0));
-  Value ss = emitReduction(b, loc, n.value(0), axes, true, b.getFloatAttr(et, 0.0), addF,
-                           [](OpBuilder &nb, Location l, ValueRange v) {
-                             return (Value)arith::MulFOp::create(nb, l, v[0], v[0]);
-                           });
+  Value ss =
+      emitReduction(b, loc, n.value(0), axes, true, b.getFloatAttr(et, 0.0),
+                    addF, [](OpBuilder &nb, Location l, ValueRange v) {
+                      return (Value)arith::MulFOp::create(nb, l, v[0], v[0]);
+                    });
   Value y = emitElementwise(
       b, loc, ValueRange{n.value(0), ss, n.value(1)}, et, in,
       [&](OpBuilder &nb, Location l, ValueRange v) {
-        Value ms = arith::DivFOp::create(nb, l, v[1], scalarConstant(nb, l, et, count));
+        Value ms = arith::DivFOp::create(nb, l, v[1],
+                                         scalarConstant(nb, l, et, count));
         Value inv = math::RsqrtOp::create(
-            nb, l, arith::AddFOp::create(nb, l, ms, scalarConstant(nb, l, et, eps)));
-        return (Value)arith::MulFOp::create(nb, l, arith::MulFOp::create(nb, l, v[0], inv), v[2]);
+            nb, l,
+            arith::AddFOp::create(nb, l, ms, scalarConstant(nb, l, et, eps)));
+        return (Value)arith::MulFOp::create(
+            nb, l, arith::MulFOp::create(nb, l, v[0], inv), v[2]);
       });
   n.setOutput(0, y, n.dtype(0));
   return success();
@@ -183,12 +197,14 @@ LogicalResult lowerBatchNorm(NodeLowering &n) {
   Shape chan = {C};
   for (size_t d = 2; d < in.size(); ++d)
     chan.push_back(1);
-  bool literal = n.isLiteral(1) && n.isLiteral(2) && n.isLiteral(3) && n.isLiteral(4);
+  bool literal =
+      n.isLiteral(1) && n.isLiteral(2) && n.isLiteral(3) && n.isLiteral(4);
   if (literal) {
     // Fold to y = x * a + c with per-channel a, c computed now.
     Literal a(n.dtype(0), chan), c(n.dtype(0), chan);
     for (int64_t i = 0; i < C; ++i) {
-      double s = n.literal(1).getAsDouble(i), bias = n.literal(2).getAsDouble(i),
+      double s = n.literal(1).getAsDouble(i),
+             bias = n.literal(2).getAsDouble(i),
              m = n.literal(3).getAsDouble(i), v = n.literal(4).getAsDouble(i);
       double k = s / std::sqrt(v + eps);
       a.setF(i, k);
@@ -203,31 +219,38 @@ LogicalResult lowerBatchNorm(NodeLowering &n) {
       for (int64_t i = 0; i < l.size(); ++i) {
         APFloat f(l.getF(i));
         bool lost;
-        f.convert(cast<FloatType>(et).getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+        f.convert(cast<FloatType>(et).getFloatSemantics(),
+                  APFloat::rmNearestTiesToEven, &lost);
         vals.push_back(f);
       }
-      return (Value)arith::ConstantOp::create(b, loc, DenseElementsAttr::get(tt, vals));
+      return (Value)arith::ConstantOp::create(b, loc,
+                                              DenseElementsAttr::get(tt, vals));
     };
     Value av = dense(a), cv = dense(c);
-    Value y = emitElementwise(b, loc, ValueRange{n.value(0), av, cv}, et, in,
-                              [](OpBuilder &nb, Location l, ValueRange v) {
-                                return (Value)arith::AddFOp::create(
-                                    nb, l, arith::MulFOp::create(nb, l, v[0], v[1]), v[2]);
-                              });
+    Value y = emitElementwise(
+        b, loc, ValueRange{n.value(0), av, cv}, et, in,
+        [](OpBuilder &nb, Location l, ValueRange v) {
+          return (Value)arith::AddFOp::create(
+              nb, l, arith::MulFOp::create(nb, l, v[0], v[1]), v[2]);
+        });
     n.setOutput(0, y, n.dtype(0));
     return success();
   }
   SmallVector<Value> ins = {n.value(0)};
   for (size_t i = 1; i <= 4; ++i)
     ins.push_back(emitReshape(b, loc, n.value(i), chan));
-  Value y = emitElementwise(b, loc, ins, et, in,
-                            [&](OpBuilder &nb, Location l, ValueRange v) {
-                              Value inv = math::RsqrtOp::create(
-                                  nb, l, arith::AddFOp::create(nb, l, v[4], scalarConstant(nb, l, et, eps)));
-                              Value d = arith::SubFOp::create(nb, l, v[0], v[3]);
-                              return (Value)arith::AddFOp::create(
-                                  nb, l, arith::MulFOp::create(nb, l, arith::MulFOp::create(nb, l, d, inv), v[1]), v[2]);
-                            });
+  Value y = emitElementwise(
+      b, loc, ins, et, in, [&](OpBuilder &nb, Location l, ValueRange v) {
+        Value inv = math::RsqrtOp::create(
+            nb, l,
+            arith::AddFOp::create(nb, l, v[4], scalarConstant(nb, l, et, eps)));
+        Value d = arith::SubFOp::create(nb, l, v[0], v[3]);
+        return (Value)arith::AddFOp::create(
+            nb, l,
+            arith::MulFOp::create(nb, l, arith::MulFOp::create(nb, l, d, inv),
+                                  v[1]),
+            v[2]);
+      });
   n.setOutput(0, y, n.dtype(0));
   return success();
 }
@@ -242,17 +265,21 @@ LogicalResult lowerInstanceNorm(NodeLowering &n) {
   OpBuilder &b = n.builder();
   Location loc = n.loc();
   Type et = n.elementType(n.dtype(0));
-  auto [mean, inv] = meanAndInvStd(b, loc, n.value(0), axes, n.attrFloat("epsilon", 1e-5f), et);
+  auto [mean, inv] = meanAndInvStd(b, loc, n.value(0), axes,
+                                   n.attrFloat("epsilon", 1e-5f), et);
   Shape chan = {in[1]};
   for (size_t d = 2; d < in.size(); ++d)
     chan.push_back(1);
-  Value s = emitReshape(b, loc, n.value(1), chan), bias = emitReshape(b, loc, n.value(2), chan);
-  Value y = emitElementwise(b, loc, ValueRange{n.value(0), mean, inv, s, bias}, et, in,
-                            [](OpBuilder &nb, Location l, ValueRange v) {
-                              Value d = arith::SubFOp::create(nb, l, v[0], v[1]);
-                              Value r = arith::MulFOp::create(nb, l, arith::MulFOp::create(nb, l, d, v[2]), v[3]);
-                              return (Value)arith::AddFOp::create(nb, l, r, v[4]);
-                            });
+  Value s = emitReshape(b, loc, n.value(1), chan),
+        bias = emitReshape(b, loc, n.value(2), chan);
+  Value y =
+      emitElementwise(b, loc, ValueRange{n.value(0), mean, inv, s, bias}, et,
+                      in, [](OpBuilder &nb, Location l, ValueRange v) {
+                        Value d = arith::SubFOp::create(nb, l, v[0], v[1]);
+                        Value r = arith::MulFOp::create(
+                            nb, l, arith::MulFOp::create(nb, l, d, v[2]), v[3]);
+                        return (Value)arith::AddFOp::create(nb, l, r, v[4]);
+                      });
   n.setOutput(0, y, n.dtype(0));
   return success();
 }
@@ -273,9 +300,12 @@ LogicalResult lowerGatherND(NodeLowering &n) {
   Location loc = n.loc();
   Value dataV = n.value(0), idxV = n.value(1);
   int64_t outRank = out.size();
-  Value empty = tensor::EmptyOp::create(bb, loc, out, n.elementType(n.dtype(0)));
-  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(outRank, bb.getContext())};
-  SmallVector<utils::IteratorType> iters(outRank, utils::IteratorType::parallel);
+  Value empty =
+      tensor::EmptyOp::create(bb, loc, out, n.elementType(n.dtype(0)));
+  SmallVector<AffineMap> maps = {
+      AffineMap::getMultiDimIdentityMap(outRank, bb.getContext())};
+  SmallVector<utils::IteratorType> iters(outRank,
+                                         utils::IteratorType::parallel);
   auto op = linalg::GenericOp::create(
       bb, loc, empty.getType(), ValueRange{}, ValueRange{empty}, maps, iters,
       [&](OpBuilder &nb, Location l, ValueRange) {
@@ -292,15 +322,19 @@ LogicalResult lowerGatherND(NodeLowering &n) {
           iv = arith::IndexCastOp::create(nb, l, nb.getIndexType(), iv);
           Value zero = arith::ConstantIndexOp::create(nb, l, 0);
           Value dim = arith::ConstantIndexOp::create(nb, l, data[b + j]);
-          Value neg = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, iv, zero);
-          iv = arith::SelectOp::create(nb, l, neg, arith::AddIOp::create(nb, l, iv, dim), iv);
-          iv = arith::MinSIOp::create(nb, l, arith::MaxSIOp::create(nb, l, iv, zero),
-                                      arith::ConstantIndexOp::create(nb, l, data[b + j] - 1));
+          Value neg =
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, iv, zero);
+          iv = arith::SelectOp::create(
+              nb, l, neg, arith::AddIOp::create(nb, l, iv, dim), iv);
+          iv = arith::MinSIOp::create(
+              nb, l, arith::MaxSIOp::create(nb, l, iv, zero),
+              arith::ConstantIndexOp::create(nb, l, data[b + j] - 1));
           at.push_back(iv);
         }
         for (int64_t d = b + k; d < r; ++d)
           at.push_back(linalg::IndexOp::create(nb, l, q - 1 + d - b - k));
-        linalg::YieldOp::create(nb, l, tensor::ExtractOp::create(nb, l, dataV, at).getResult());
+        linalg::YieldOp::create(
+            nb, l, tensor::ExtractOp::create(nb, l, dataV, at).getResult());
       });
   n.setOutput(0, op.getResult(0), n.dtype(0));
   return success();
@@ -310,7 +344,8 @@ LogicalResult lowerGatherND(NodeLowering &n) {
 LogicalResult lowerHardmax(NodeLowering &n) {
   const Shape &orig = n.shape(0);
   int64_t rank = orig.size();
-  int64_t axis = normalizeAxis(n.attrInt("axis", n.opset() < 13 ? 1 : -1), rank);
+  int64_t axis =
+      normalizeAxis(n.attrInt("axis", n.opset() < 13 ? 1 : -1), rank);
   if (axis < 0 || axis >= rank)
     return n.fail("axis out of range");
   OpBuilder &b = n.builder();
@@ -333,9 +368,11 @@ LogicalResult lowerHardmax(NodeLowering &n) {
   SmallVector<AffineExpr> outExprs;
   SmallVector<utils::IteratorType> iters;
   for (int64_t d = 0; d < r; ++d) {
-    iters.push_back(d == axis ? utils::IteratorType::reduction : utils::IteratorType::parallel);
+    iters.push_back(d == axis ? utils::IteratorType::reduction
+                              : utils::IteratorType::parallel);
     red.push_back(d == axis ? 1 : in[d]);
-    outExprs.push_back(d == axis ? getAffineConstantExpr(0, ctx) : getAffineDimExpr(d, ctx));
+    outExprs.push_back(d == axis ? getAffineConstantExpr(0, ctx)
+                                 : getAffineDimExpr(d, ctx));
   }
   Value best = emitFilled(b, loc, red, b.getFloatAttr(et, -INFINITY));
   Value bestIdx = emitFilled(b, loc, red, b.getIndexAttr(0));
@@ -344,14 +381,19 @@ LogicalResult lowerHardmax(NodeLowering &n) {
                                  AffineMap::get(r, 0, outExprs, ctx)};
   auto op = linalg::GenericOp::create(
       b, loc, TypeRange{best.getType(), bestIdx.getType()}, ValueRange{x},
-      ValueRange{best, bestIdx}, maps, iters, [&](OpBuilder &nb, Location l, ValueRange a) {
+      ValueRange{best, bestIdx}, maps, iters,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
         Value i = linalg::IndexOp::create(nb, l, axis);
-        Value gt = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT, a[0], a[1]);
-        Value first = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, i,
-                                            arith::ConstantIndexOp::create(nb, l, 0));
+        Value gt =
+            arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT, a[0], a[1]);
+        Value first =
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, i,
+                                  arith::ConstantIndexOp::create(nb, l, 0));
         gt = arith::OrIOp::create(nb, l, gt, first);
-        linalg::YieldOp::create(nb, l, ValueRange{arith::SelectOp::create(nb, l, gt, a[0], a[1]),
-                                                  arith::SelectOp::create(nb, l, gt, i, a[2])});
+        linalg::YieldOp::create(
+            nb, l,
+            ValueRange{arith::SelectOp::create(nb, l, gt, a[0], a[1]),
+                       arith::SelectOp::create(nb, l, gt, i, a[2])});
       });
   Value idx = op.getResult(1);
   Value empty = tensor::EmptyOp::create(b, loc, in, et);
@@ -362,10 +404,13 @@ LogicalResult lowerHardmax(NodeLowering &n) {
       b, loc, empty.getType(), ValueRange{idx}, ValueRange{empty}, maps2, par,
       [&](OpBuilder &nb, Location l, ValueRange a) {
         Value i = linalg::IndexOp::create(nb, l, axis);
-        Value eq = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, i, a[0]);
-        linalg::YieldOp::create(nb, l, arith::SelectOp::create(
-                                           nb, l, eq, scalarConstant(nb, l, et, 1.0),
-                                           scalarConstant(nb, l, et, 0.0)).getResult());
+        Value eq =
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, i, a[0]);
+        linalg::YieldOp::create(
+            nb, l,
+            arith::SelectOp::create(nb, l, eq, scalarConstant(nb, l, et, 1.0),
+                                    scalarConstant(nb, l, et, 0.0))
+                .getResult());
       });
   n.setOutput(0, emitReshape(b, loc, out.getResult(0), orig), n.dtype(0));
   return success();
@@ -391,20 +436,26 @@ LogicalResult lowerMeanVarianceNormalization(NodeLowering &n) {
     count *= in[a];
   }
   Value x = n.value(0);
-  Value sum = emitReduction(b, loc, x, axes, true, b.getFloatAttr(et, 0.0), addF);
-  Value sq = emitReduction(b, loc, x, axes, true, b.getFloatAttr(et, 0.0), addF,
-                           [](OpBuilder &nb, Location l, ValueRange v) {
-                             return (Value)arith::MulFOp::create(nb, l, v[0], v[0]);
-                           });
+  Value sum =
+      emitReduction(b, loc, x, axes, true, b.getFloatAttr(et, 0.0), addF);
+  Value sq =
+      emitReduction(b, loc, x, axes, true, b.getFloatAttr(et, 0.0), addF,
+                    [](OpBuilder &nb, Location l, ValueRange v) {
+                      return (Value)arith::MulFOp::create(nb, l, v[0], v[0]);
+                    });
   Value y = emitElementwise(
-      b, loc, ValueRange{x, sum, sq}, et, in, [&](OpBuilder &nb, Location l, ValueRange v) {
+      b, loc, ValueRange{x, sum, sq}, et, in,
+      [&](OpBuilder &nb, Location l, ValueRange v) {
         Value c = scalarConstant(nb, l, et, count);
         Value mean = arith::DivFOp::create(nb, l, v[1], c);
         Value meanSq = arith::DivFOp::create(nb, l, v[2], c);
-        Value var = arith::SubFOp::create(nb, l, meanSq, arith::MulFOp::create(nb, l, mean, mean));
-        Value den = arith::AddFOp::create(nb, l, math::SqrtOp::create(nb, l, var),
-                                          scalarConstant(nb, l, et, 1e-9));
-        return (Value)arith::DivFOp::create(nb, l, arith::SubFOp::create(nb, l, v[0], mean), den);
+        Value var = arith::SubFOp::create(
+            nb, l, meanSq, arith::MulFOp::create(nb, l, mean, mean));
+        Value den =
+            arith::AddFOp::create(nb, l, math::SqrtOp::create(nb, l, var),
+                                  scalarConstant(nb, l, et, 1e-9));
+        return (Value)arith::DivFOp::create(
+            nb, l, arith::SubFOp::create(nb, l, v[0], mean), den);
       });
   n.setOutput(0, y, n.dtype(0));
   return success();

@@ -27,9 +27,8 @@ using namespace mlir;
 namespace mcc {
 
 void registerImportDialects(DialectRegistry &registry) {
-  registry.insert<arith::ArithDialect, func::FuncDialect,
-                  linalg::LinalgDialect, math::MathDialect,
-                  tensor::TensorDialect>();
+  registry.insert<arith::ArithDialect, func::FuncDialect, linalg::LinalgDialect,
+                  math::MathDialect, tensor::TensorDialect>();
 }
 
 std::map<std::string, LowerFn> &opLowerings() {
@@ -81,9 +80,7 @@ public:
   }
   OpBuilder &getBuilder() { return builder; }
   MLIRContext &context() { return ctx; }
-  Location fileLoc() {
-    return FileLineColLoc::get(&ctx, displayName, 0, 0);
-  }
+  Location fileLoc() { return FileLineColLoc::get(&ctx, displayName, 0, 0); }
 
   Type elementType(int32_t dtype) {
     switch (dtype) {
@@ -140,8 +137,7 @@ GraphLowering::readExternal(const onnx::TensorProto &t, Location loc) {
       length = std::stoll(kv.value());
   }
   auto err = [&](const Twine &why) {
-    emitError(loc) << "initializer '" << t.name() << "': external data "
-                   << why;
+    emitError(loc) << "initializer '" << t.name() << "': external data " << why;
     return failure();
   };
   if (location.empty())
@@ -380,8 +376,8 @@ LogicalResult GraphLowering::importInputs(const onnx::GraphProto &graph) {
       for (auto &i : result.inputs)
         names += (names.empty() ? "" : ", ") + i.name;
       emitError(fileLoc()) << "--shape names '" << kv.first
-                           << "', which is not a graph input (inputs: "
-                           << names << ")";
+                           << "', which is not a graph input (inputs: " << names
+                           << ")";
       return failure();
     }
   for (const auto &init : graph.initializer()) {
@@ -401,9 +397,9 @@ LogicalResult GraphLowering::importInputs(const onnx::GraphProto &graph) {
 
 LogicalResult GraphLowering::lowerNode(const onnx::NodeProto &node,
                                        int64_t opset) {
-  std::string nodeName =
-      node.name().empty() ? (node.output_size() ? node.output(0) : "")
-                          : node.name();
+  std::string nodeName = node.name().empty()
+                             ? (node.output_size() ? node.output(0) : "")
+                             : node.name();
   Location loc = NameLoc::get(builder.getStringAttr(nodeName));
   std::string domain = node.domain().empty() ? "ai.onnx" : node.domain();
   if (domain != "ai.onnx") {
@@ -416,8 +412,8 @@ LogicalResult GraphLowering::lowerNode(const onnx::NodeProto &node,
   auto it = opLowerings().find(node.op_type());
   if (it == opLowerings().end()) {
     emitError(loc) << "node '" << nodeName << "': unsupported op '"
-                   << node.op_type() << "' (domain '" << domain
-                   << "', opset " << opset << ")";
+                   << node.op_type() << "' (domain '" << domain << "', opset "
+                   << opset << ")";
     return failure();
   }
   for (int i = 0; i < node.input_size(); ++i)
@@ -477,9 +473,9 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
     return failure();
   for (const auto &in : result.inputs) {
     GraphValue &v = values[in.name];
-    v.tensor = entry->addArgument(
-        RankedTensorType::get(v.shape, elementType(v.dtype)),
-        NameLoc::get(builder.getStringAttr(in.name)));
+    v.tensor =
+        entry->addArgument(RankedTensorType::get(v.shape, elementType(v.dtype)),
+                           NameLoc::get(builder.getStringAttr(in.name)));
   }
   builder.setInsertionPointToEnd(entry);
   for (const auto &node : graph.node())
@@ -500,7 +496,8 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
       // A constant output is a fill: no copy out of a constant tensor.
       GraphValue scalar;
       scalar.dtype = v->dtype;
-      scalar.literal = v->literal->gather({}, [](const int64_t *) { return 0; });
+      scalar.literal =
+          v->literal->gather({}, [](const int64_t *) { return 0; });
       Value c = materialize(scalar, loc);
       Value elem = tensor::ExtractOp::create(builder, loc, c, ValueRange{});
       Value empty = tensor::EmptyOp::create(builder, loc, v->shape,
@@ -643,8 +640,8 @@ InFlightDiagnostic NodeLowering::emitError() const {
   std::string name = node_.name().empty()
                          ? (node_.output_size() ? node_.output(0) : "")
                          : node_.name();
-  return mlir::emitError(loc_) << "node '" << name << "' ("
-                               << node_.op_type() << "): ";
+  return mlir::emitError(loc_)
+         << "node '" << name << "' (" << node_.op_type() << "): ";
 }
 
 LogicalResult NodeLowering::fail(const Twine &message) const {
@@ -682,8 +679,8 @@ static FailureOr<ImportedModel> importParsed(MLIRContext &context,
   return lowering.run(model);
 }
 
-FailureOr<ImportedModel> importOnnxBytes(MLIRContext &context,
-                                         StringRef bytes, StringRef baseDir,
+FailureOr<ImportedModel> importOnnxBytes(MLIRContext &context, StringRef bytes,
+                                         StringRef baseDir,
                                          StringRef displayName,
                                          const ImportOptions &options) {
   onnx::ModelProto model;

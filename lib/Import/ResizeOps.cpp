@@ -38,8 +38,8 @@ double cubicWeight(double x, double a) {
   return 0;
 }
 
-FailureOr<Taps> axisTaps(NodeLowering &n, int64_t in, int64_t out,
-                         double scale, double roiStart, double roiEnd) {
+FailureOr<Taps> axisTaps(NodeLowering &n, int64_t in, int64_t out, double scale,
+                         double roiStart, double roiEnd) {
   std::string coord =
       n.attrString("coordinate_transformation_mode", "half_pixel");
   std::string mode = n.attrString("mode", "nearest");
@@ -150,11 +150,13 @@ Value resizeAxis(NodeLowering &n, Value x, int64_t axis, int64_t out,
     wv.push_back(f);
   }
   Value w = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(RankedTensorType::get({out, taps.count}, wt), wv));
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get({out, taps.count}, wt), wv));
   SmallVector<bool> outsideV(taps.outside.begin(), taps.outside.end());
   Value outside = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(RankedTensorType::get({out}, b.getI1Type()),
-                                     ArrayRef<bool>(outsideV)));
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get({out}, b.getI1Type()),
+                             ArrayRef<bool>(outsideV)));
   // Loops: the output dims, then the tap (a reduction).
   SmallVector<AffineExpr> outExprs;
   for (int64_t d = 0; d < rank; ++d)
@@ -172,7 +174,8 @@ Value resizeAxis(NodeLowering &n, Value x, int64_t axis, int64_t out,
       maps, iters, [&](OpBuilder &nb, Location l, ValueRange a) {
         SmallVector<Value> at;
         for (int64_t d = 0; d < rank; ++d)
-          at.push_back(d == axis ? a[0] : (Value)linalg::IndexOp::create(nb, l, d));
+          at.push_back(d == axis ? a[0]
+                                 : (Value)linalg::IndexOp::create(nb, l, d));
         Value v = tensor::ExtractOp::create(nb, l, x, at);
         if (!isFloat)
           v = arith::SIToFPOp::create(nb, l, wt, v);
@@ -180,19 +183,22 @@ Value resizeAxis(NodeLowering &n, Value x, int64_t axis, int64_t out,
         Value sum = arith::AddFOp::create(nb, l, a[3], contrib);
         // Outside the crop box the output is extrapolation_value, written
         // by the first tap alone.
-        Value t0 = arith::CmpIOp::create(
-            nb, l, arith::CmpIPredicate::eq, linalg::IndexOp::create(nb, l, rank),
-            arith::ConstantIndexOp::create(nb, l, 0));
+        Value t0 =
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                  linalg::IndexOp::create(nb, l, rank),
+                                  arith::ConstantIndexOp::create(nb, l, 0));
         Value ext = scalarConstant(nb, l, wt, extrapolation);
         Value outVal = arith::SelectOp::create(nb, l, t0, ext, a[3]);
         linalg::YieldOp::create(
-            nb, l, arith::SelectOp::create(nb, l, a[2], outVal, sum).getResult());
+            nb, l,
+            arith::SelectOp::create(nb, l, a[2], outVal, sum).getResult());
       });
   Value r = op.getResult(0);
   if (!isFloat)
     r = emitElementwise(b, loc, r, et, outShape,
                         [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
-                          Value rounded = math::RoundEvenOp::create(nb, l, v[0]);
+                          Value rounded =
+                              math::RoundEvenOp::create(nb, l, v[0]);
                           return arith::FPToSIOp::create(nb, l, et, rounded);
                         });
   return r;
@@ -204,7 +210,8 @@ LogicalResult lowerResize(NodeLowering &n) {
   if (n.attrInt("antialias", 0))
     return n.fail("antialias=1 is not supported");
   if (n.attrString("keep_aspect_ratio_policy", "stretch") != "stretch")
-    return n.fail("keep_aspect_ratio_policy other than 'stretch' is not supported");
+    return n.fail(
+        "keep_aspect_ratio_policy other than 'stretch' is not supported");
   // Opset 10 Resize / Upsample: scales is input 1; later: roi, scales, sizes.
   size_t scalesIdx = n.opset() < 11 ? 1 : 2, sizesIdx = 3, roiIdx = 1;
   std::vector<int64_t> axes = n.attrInts("axes");
@@ -219,8 +226,8 @@ LogicalResult lowerResize(NodeLowering &n) {
     if (i < 4 && n.hasInput(i) && !n.isLiteral(i) &&
         !(n.opset() < 11 && i != scalesIdx))
       return n.fail("scales/sizes/roi must be known at compile time");
-  bool haveSizes = n.opset() >= 11 && n.hasInput(sizesIdx) &&
-                   n.literal(sizesIdx).size() > 0;
+  bool haveSizes =
+      n.opset() >= 11 && n.hasInput(sizesIdx) && n.literal(sizesIdx).size() > 0;
   if (haveSizes) {
     std::vector<int64_t> sizes = n.literal(sizesIdx).toInts();
     if (sizes.size() != axes.size())

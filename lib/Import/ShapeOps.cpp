@@ -1,4 +1,5 @@
-//===- ShapeOps.cpp - ONNX data-movement and shape ops ---------------------===//
+//===- ShapeOps.cpp - ONNX data-movement and shape ops
+//---------------------===//
 //
 // With every input shape pinned, Shape/Size and everything computed from
 // them fold to literals here; this is what removes the exporters' shape
@@ -186,8 +187,8 @@ LogicalResult lowerConcat(NodeLowering &n) {
       return n.fail("inputs have different ranks");
     for (int64_t d = 0; d < rank; ++d)
       if (d != axis && s[d] != out[d])
-        return n.fail("input shapes " + formatShape(n.shape(ins[0])) +
-                      " and " + formatShape(s) + " differ off the axis");
+        return n.fail("input shapes " + formatShape(n.shape(ins[0])) + " and " +
+                      formatShape(s) + " differ off the axis");
     offsets.push_back(out[axis]);
     out[axis] += s[axis];
   }
@@ -217,7 +218,8 @@ LogicalResult lowerConcat(NodeLowering &n) {
     const Shape &s = n.shape(ins[k]);
     if (s[axis] == 0)
       continue;
-    SmallVector<OpFoldResult> offs(rank, b.getIndexAttr(0)), sizes, strides(rank, b.getIndexAttr(1));
+    SmallVector<OpFoldResult> offs(rank, b.getIndexAttr(0)), sizes,
+        strides(rank, b.getIndexAttr(1));
     offs[axis] = b.getIndexAttr(offsets[k]);
     for (int64_t d : s)
       sizes.push_back(b.getIndexAttr(d));
@@ -326,8 +328,8 @@ LogicalResult lowerSlice(NodeLowering &n) {
   OpBuilder &b = n.builder();
   if (numElements(out) == 0)
     return n.fail("slice is empty " + formatShape(out));
-  bool positive = std::all_of(fstep.begin(), fstep.end(),
-                              [](int64_t s) { return s > 0; });
+  bool positive =
+      std::all_of(fstep.begin(), fstep.end(), [](int64_t s) { return s > 0; });
   if (positive) {
     SmallVector<OpFoldResult> o, sz, st;
     for (int64_t d = 0; d < rank; ++d) {
@@ -336,10 +338,10 @@ LogicalResult lowerSlice(NodeLowering &n) {
       st.push_back(b.getIndexAttr(fstep[d]));
     }
     auto type = n.tensorType(out, n.dtype(0));
-    n.setOutput(0,
-                tensor::ExtractSliceOp::create(b, n.loc(), type, n.value(0), o,
-                                               sz, st),
-                n.dtype(0));
+    n.setOutput(
+        0,
+        tensor::ExtractSliceOp::create(b, n.loc(), type, n.value(0), o, sz, st),
+        n.dtype(0));
     return success();
   }
   n.setOutput(0, emitStridedGather(b, n.loc(), n.value(0), out, fs, fstep),
@@ -405,17 +407,16 @@ LogicalResult lowerGather(NodeLowering &n) {
         SmallVector<Value> at;
         for (int64_t d = 0; d < axis; ++d)
           at.push_back(linalg::IndexOp::create(nb, nloc, d));
-        Value iv = arith::IndexCastOp::create(nb, nloc, nb.getIndexType(),
-                                              args[0]);
+        Value iv =
+            arith::IndexCastOp::create(nb, nloc, nb.getIndexType(), args[0]);
         // Negative indices count from the end; clamp so a bad index can't
         // read outside the tensor.
         Value zero = arith::ConstantIndexOp::create(nb, nloc, 0);
         Value dimV = arith::ConstantIndexOp::create(nb, nloc, dim);
         Value neg = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::slt,
                                           iv, zero);
-        iv = arith::SelectOp::create(nb, nloc, neg,
-                                     arith::AddIOp::create(nb, nloc, iv, dimV),
-                                     iv);
+        iv = arith::SelectOp::create(
+            nb, nloc, neg, arith::AddIOp::create(nb, nloc, iv, dimV), iv);
         Value maxI = arith::ConstantIndexOp::create(nb, nloc, dim - 1);
         iv = arith::MaxSIOp::create(nb, nloc, iv, zero);
         iv = arith::MinSIOp::create(nb, nloc, iv, maxI);
@@ -473,9 +474,9 @@ LogicalResult lowerSplit(NodeLowering &n) {
       for (int64_t d : out)
         sz.push_back(b.getIndexAttr(d));
       n.setOutput(k,
-                  tensor::ExtractSliceOp::create(
-                      b, n.loc(), n.tensorType(out, n.dtype(0)), n.value(0), o,
-                      sz, str),
+                  tensor::ExtractSliceOp::create(b, n.loc(),
+                                                 n.tensorType(out, n.dtype(0)),
+                                                 n.value(0), o, sz, str),
                   n.dtype(0));
     }
     offset += sizes[k];
@@ -544,9 +545,9 @@ LogicalResult lowerTile(NodeLowering &n) {
           Value m = arith::ConstantIndexOp::create(nb, nloc, in[d]);
           idx.push_back(arith::RemUIOp::create(nb, nloc, i, m));
         }
-        linalg::YieldOp::create(nb, nloc,
-                                tensor::ExtractOp::create(nb, nloc, input, idx)
-                                    .getResult());
+        linalg::YieldOp::create(
+            nb, nloc,
+            tensor::ExtractOp::create(nb, nloc, input, idx).getResult());
       });
   n.setOutput(0, op.getResult(0), n.dtype(0));
   return success();
@@ -624,7 +625,8 @@ LogicalResult lowerConstant(NodeLowering &n) {
 LogicalResult lowerRange(NodeLowering &n) {
   if (!n.allInputsLiteral())
     return n.fail("start, limit and delta must be known at compile time");
-  double start = n.literal(0).getAsDouble(0), limit = n.literal(1).getAsDouble(0),
+  double start = n.literal(0).getAsDouble(0),
+         limit = n.literal(1).getAsDouble(0),
          delta = n.literal(2).getAsDouble(0);
   if (delta == 0)
     return n.fail("delta is 0");
@@ -695,8 +697,9 @@ LogicalResult lowerPad(NodeLowering &n) {
   if (mode != "constant" && mode != "edge" && mode != "reflect" &&
       mode != "wrap")
     return n.fail("unsupported mode '" + mode + "'");
-  bool negative = std::any_of(lo.begin(), lo.end(), [](int64_t v) { return v < 0; }) ||
-                  std::any_of(hi.begin(), hi.end(), [](int64_t v) { return v < 0; });
+  bool negative =
+      std::any_of(lo.begin(), lo.end(), [](int64_t v) { return v < 0; }) ||
+      std::any_of(hi.begin(), hi.end(), [](int64_t v) { return v < 0; });
   if (n.isLiteral(0) || mode != "constant" || negative) {
     // Index tables are static: build the result as a gather over a padded
     // source (literal), or as a generic with computed indices (IR).
@@ -735,7 +738,8 @@ LogicalResult lowerPad(NodeLowering &n) {
     OpBuilder &b = n.builder();
     Location loc = n.loc();
     Value input = n.value(0);
-    Value empty = tensor::EmptyOp::create(b, loc, out, n.elementType(n.dtype(0)));
+    Value empty =
+        tensor::EmptyOp::create(b, loc, out, n.elementType(n.dtype(0)));
     SmallVector<AffineMap> maps = {
         AffineMap::getMultiDimIdentityMap(rank, b.getContext())};
     SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
@@ -755,7 +759,8 @@ LogicalResult lowerPad(NodeLowering &n) {
             idx.push_back(tensor::ExtractOp::create(nb, nloc, tab, i));
           }
           linalg::YieldOp::create(
-              nb, nloc, tensor::ExtractOp::create(nb, nloc, input, idx).getResult());
+              nb, nloc,
+              tensor::ExtractOp::create(nb, nloc, input, idx).getResult());
         });
     n.setOutput(0, op.getResult(0), n.dtype(0));
     return success();
@@ -802,11 +807,12 @@ LogicalResult lowerTrilu(NodeLowering &n) {
   // k may be a run-time scalar: it changes values, not the shape.
   Value kTensor = n.hasInput(1) ? n.value(1) : Value();
   Value empty = tensor::EmptyOp::create(b, loc, in, et);
-  SmallVector<AffineMap> maps(2, AffineMap::getMultiDimIdentityMap(rank, b.getContext()));
+  SmallVector<AffineMap> maps(
+      2, AffineMap::getMultiDimIdentityMap(rank, b.getContext()));
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
   auto op = linalg::GenericOp::create(
-      b, loc, empty.getType(), ValueRange{input}, ValueRange{empty}, maps, iters,
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+      b, loc, empty.getType(), ValueRange{input}, ValueRange{empty}, maps,
+      iters, [&](OpBuilder &nb, Location nloc, ValueRange args) {
         Value r = linalg::IndexOp::create(nb, nloc, rank - 2);
         Value c = linalg::IndexOp::create(nb, nloc, rank - 1);
         Value diff = arith::SubIOp::create(nb, nloc, c, r);
@@ -817,13 +823,14 @@ LogicalResult lowerTrilu(NodeLowering &n) {
           Value k = tensor::ExtractOp::create(nb, nloc, kTensor, zeros);
           kv = arith::IndexCastOp::create(nb, nloc, nb.getIndexType(), k);
         }
-        Value ok = arith::CmpIOp::create(
-            nb, nloc, upper ? arith::CmpIPredicate::sge : arith::CmpIPredicate::sle,
-            diff, kv);
+        Value ok = arith::CmpIOp::create(nb, nloc,
+                                         upper ? arith::CmpIPredicate::sge
+                                               : arith::CmpIPredicate::sle,
+                                         diff, kv);
         Value zero = scalarConstant(nb, nloc, et, 0);
-        linalg::YieldOp::create(nb, nloc,
-                                arith::SelectOp::create(nb, nloc, ok, args[0], zero)
-                                    .getResult());
+        linalg::YieldOp::create(
+            nb, nloc,
+            arith::SelectOp::create(nb, nloc, ok, args[0], zero).getResult());
       });
   n.setOutput(0, op.getResult(0), n.dtype(0));
   return success();
@@ -842,11 +849,12 @@ LogicalResult lowerGatherElements(NodeLowering &n) {
   Value dataV = n.value(0);
   int64_t dim = data[axis];
   Value empty = tensor::EmptyOp::create(b, loc, idx, n.elementType(n.dtype(0)));
-  SmallVector<AffineMap> maps(2, AffineMap::getMultiDimIdentityMap(rank, b.getContext()));
+  SmallVector<AffineMap> maps(
+      2, AffineMap::getMultiDimIdentityMap(rank, b.getContext()));
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
   auto op = linalg::GenericOp::create(
-      b, loc, empty.getType(), ValueRange{n.value(1)}, ValueRange{empty}, maps, iters,
-      [&](OpBuilder &nb, Location l, ValueRange a) {
+      b, loc, empty.getType(), ValueRange{n.value(1)}, ValueRange{empty}, maps,
+      iters, [&](OpBuilder &nb, Location l, ValueRange a) {
         SmallVector<Value> at;
         for (int64_t d = 0; d < rank; ++d) {
           if (d != axis) {
@@ -856,13 +864,17 @@ LogicalResult lowerGatherElements(NodeLowering &n) {
           Value iv = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
           Value zero = arith::ConstantIndexOp::create(nb, l, 0);
           Value dimV = arith::ConstantIndexOp::create(nb, l, dim);
-          Value neg = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, iv, zero);
-          iv = arith::SelectOp::create(nb, l, neg, arith::AddIOp::create(nb, l, iv, dimV), iv);
-          iv = arith::MinSIOp::create(nb, l, arith::MaxSIOp::create(nb, l, iv, zero),
-                                      arith::ConstantIndexOp::create(nb, l, dim - 1));
+          Value neg =
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, iv, zero);
+          iv = arith::SelectOp::create(
+              nb, l, neg, arith::AddIOp::create(nb, l, iv, dimV), iv);
+          iv = arith::MinSIOp::create(
+              nb, l, arith::MaxSIOp::create(nb, l, iv, zero),
+              arith::ConstantIndexOp::create(nb, l, dim - 1));
           at.push_back(iv);
         }
-        linalg::YieldOp::create(nb, l, tensor::ExtractOp::create(nb, l, dataV, at).getResult());
+        linalg::YieldOp::create(
+            nb, l, tensor::ExtractOp::create(nb, l, dataV, at).getResult());
       });
   n.setOutput(0, op.getResult(0), n.dtype(0));
   return success();
@@ -931,13 +943,15 @@ LogicalResult lowerOneHot(NodeLowering &n) {
     if (d != axis)
       inExprs.push_back(getAffineDimExpr(d, ctx));
   Value empty = tensor::EmptyOp::create(b, loc, out, et);
-  SmallVector<AffineMap> maps = {AffineMap::get(outRank, 0, inExprs, ctx),
-                                 AffineMap::getMultiDimIdentityMap(outRank, ctx)};
-  SmallVector<utils::IteratorType> iters(outRank, utils::IteratorType::parallel);
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(outRank, 0, inExprs, ctx),
+      AffineMap::getMultiDimIdentityMap(outRank, ctx)};
+  SmallVector<utils::IteratorType> iters(outRank,
+                                         utils::IteratorType::parallel);
   int32_t idt = n.dtype(0);
   auto op = linalg::GenericOp::create(
-      b, loc, empty.getType(), ValueRange{n.value(0)}, ValueRange{empty}, maps, iters,
-      [&](OpBuilder &nb, Location l, ValueRange a) {
+      b, loc, empty.getType(), ValueRange{n.value(0)}, ValueRange{empty}, maps,
+      iters, [&](OpBuilder &nb, Location l, ValueRange a) {
         Value idx = a[0];
         Type i64 = nb.getI64Type();
         if (isFloatDType(idt))
@@ -946,13 +960,19 @@ LogicalResult lowerOneHot(NodeLowering &n) {
           idx = emitScalarCast(nb, l, idx, idt, kInt64, i64);
         Value dv = arith::ConstantIntOp::create(nb, l, i64, depth);
         Value zero = arith::ConstantIntOp::create(nb, l, i64, 0);
-        Value neg = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, idx, zero);
-        idx = arith::SelectOp::create(nb, l, neg, arith::AddIOp::create(nb, l, idx, dv), idx);
-        Value j = arith::IndexCastOp::create(nb, l, i64, linalg::IndexOp::create(nb, l, axis));
-        Value eq = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, idx, j);
-        linalg::YieldOp::create(nb, l, arith::SelectOp::create(
-                                           nb, l, eq, scalarConstant(nb, l, et, on),
-                                           scalarConstant(nb, l, et, off)).getResult());
+        Value neg =
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, idx, zero);
+        idx = arith::SelectOp::create(
+            nb, l, neg, arith::AddIOp::create(nb, l, idx, dv), idx);
+        Value j = arith::IndexCastOp::create(
+            nb, l, i64, linalg::IndexOp::create(nb, l, axis));
+        Value eq =
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq, idx, j);
+        linalg::YieldOp::create(
+            nb, l,
+            arith::SelectOp::create(nb, l, eq, scalarConstant(nb, l, et, on),
+                                    scalarConstant(nb, l, et, off))
+                .getResult());
       });
   n.setOutput(0, op.getResult(0), vals.dtype());
   return success();
@@ -962,8 +982,9 @@ LogicalResult lowerEyeLike(NodeLowering &n) {
   const Shape &in = n.shape(0);
   if (in.size() != 2)
     return n.fail("input must be 2-D");
-  int32_t dt = n.hasAttr("dtype") ? static_cast<int32_t>(n.attrInt("dtype", kFloat))
-                                  : n.dtype(0);
+  int32_t dt = n.hasAttr("dtype")
+                   ? static_cast<int32_t>(n.attrInt("dtype", kFloat))
+                   : n.dtype(0);
   if (!isSupportedDType(dt))
     return n.fail("unsupported dtype " + Twine(dt));
   int64_t k = n.attrInt("k", 0);
@@ -981,8 +1002,12 @@ void registerShapeLowerings() {
   opLowerings()["OneHot"] = lowerOneHot;
   opLowerings()["EyeLike"] = lowerEyeLike;
   opLowerings()["GatherElements"] = lowerGatherElements;
-  opLowerings()["DepthToSpace"] = [](NodeLowering &n) { return lowerDepthSpace(n, true); };
-  opLowerings()["SpaceToDepth"] = [](NodeLowering &n) { return lowerDepthSpace(n, false); };
+  opLowerings()["DepthToSpace"] = [](NodeLowering &n) {
+    return lowerDepthSpace(n, true);
+  };
+  opLowerings()["SpaceToDepth"] = [](NodeLowering &n) {
+    return lowerDepthSpace(n, false);
+  };
   auto &t = opLowerings();
   t["Identity"] = [](NodeLowering &n) {
     forward(n, 0, 0);

@@ -18,13 +18,13 @@ namespace mcc {
 static LogicalResult dump(ModuleOp module, StringRef dir, int index,
                           StringRef name) {
   SmallString<256> path(dir);
-  llvm::sys::path::append(path, llvm::formatv("{0:02}-{1}.mlir", index, name)
-                                    .str());
+  llvm::sys::path::append(path,
+                          llvm::formatv("{0:02}-{1}.mlir", index, name).str());
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (ec) {
-    emitError(module.getLoc()) << "cannot write IR dump " << path << ": "
-                               << ec.message();
+    emitError(module.getLoc())
+        << "cannot write IR dump " << path << ": " << ec.message();
     return failure();
   }
   module.print(os, OpPrintingFlags().elideLargeElementsAttrs(64));
@@ -57,15 +57,15 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
   if (!options.dumpIrDir.empty() &&
       failed(dump(module, options.dumpIrDir, index, "import")))
     return failure();
-  for (const PipelineStage &stage : cuda ? cudaPipelineStages(options)
-                                         : cpuPipelineStages(options)) {
+  for (const PipelineStage &stage :
+       cuda ? cudaPipelineStages(options) : cpuPipelineStages(options)) {
     ++index;
     PassManager pm(&context);
     pm.enableVerifier(true);
     stage.build(pm);
     if (failed(pm.run(module))) {
-      emitError(module.getLoc()) << "compilation failed in stage '"
-                                 << stage.name << "'";
+      emitError(module.getLoc())
+          << "compilation failed in stage '" << stage.name << "'";
       return failure();
     }
     if (!options.dumpIrDir.empty() &&
@@ -81,8 +81,8 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
       (options.weights == "auto" && model->weightBlob.size() > (512u << 20));
   if (!options.dumpIrDir.empty()) {
     SmallString<256> ll(options.dumpIrDir);
-    llvm::sys::path::append(ll, llvm::formatv("{0:02}-llvm-ir.ll", index + 1)
-                                    .str());
+    llvm::sys::path::append(
+        ll, llvm::formatv("{0:02}-llvm-ir.ll", index + 1).str());
     target.dumpLlvmIrPath = std::string(ll);
   }
   return writeCpuSharedLibrary(module, *model, target, outputPath);

@@ -35,14 +35,16 @@ const StageText kCpuStages[] = {
      "canonicalize"},
     {"mcc-cpu-loops",
      "linalg to loops; tile loops become OpenMP worksharing loops",
-     "func.func(mcc-strided-copy-to-linalg),convert-linalg-to-loops,scf-forall-to-parallel,convert-scf-to-openmp,"
+     "func.func(mcc-strided-copy-to-linalg),convert-linalg-to-loops,scf-forall-"
+     "to-parallel,convert-scf-to-openmp,"
      "canonicalize,cse"},
     {"mcc-cpu-to-llvm", "lower every remaining dialect to LLVM",
      "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
      "convert-math-to-funcs{convert-ctlz=false},convert-math-to-llvm,"
      "convert-math-to-libm,convert-scf-to-cf,convert-openmp-to-llvm,"
      "convert-func-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
-     "convert-cf-to-llvm,convert-to-llvm,reconcile-unrealized-casts,canonicalize"},
+     "convert-cf-to-llvm,convert-to-llvm,reconcile-unrealized-casts,"
+     "canonicalize"},
 };
 
 // The CUDA target shares import, fusion and bufferization with the CPU;
@@ -76,9 +78,9 @@ std::vector<PipelineStage> cudaPipelineStages(const CompileOptions &options) {
   }
   // Kernels to NVVM and a fatbin (ptxas from CUDA) for the chosen arch;
   // host code to LLVM with gpu.launch_func calls into the runtime shim.
-  std::string nvvm = "gpu-lower-to-nvvm-pipeline{cubin-chip=" +
-                     options.gpuArch +
-                     " cubin-features=+ptx80 opt-level=3 cubin-format=fatbin}";
+  std::string nvvm =
+      "gpu-lower-to-nvvm-pipeline{cubin-chip=" + options.gpuArch +
+      " cubin-features=+ptx80 opt-level=3 cubin-format=fatbin}";
   stages.push_back({"mcc-cuda-to-llvm", "kernels to a fatbin, host to LLVM",
                     [nvvm](OpPassManager &pm) {
                       if (failed(parsePassPipeline(nvvm, pm)))
@@ -112,20 +114,18 @@ void registerMccPipelines() {
     registerMccPasses();
     for (const StageText &s : kCpuStages) {
       std::string text = s.pipeline;
-      PassPipelineRegistration<>(s.name, s.summary,
-                                 [text](OpPassManager &pm) {
-                                   (void)parsePassPipeline(text, pm);
-                                 });
+      PassPipelineRegistration<>(s.name, s.summary, [text](OpPassManager &pm) {
+        (void)parsePassPipeline(text, pm);
+      });
     }
     for (const StageText &s : kCudaStages) {
       if (std::string(s.name).rfind("mcc-cuda", 0) != 0 ||
           std::string(s.name) == "mcc-cuda-bufferize")
         continue;
       std::string text = s.pipeline;
-      PassPipelineRegistration<>(s.name, s.summary,
-                                 [text](OpPassManager &pm) {
-                                   (void)parsePassPipeline(text, pm);
-                                 });
+      PassPipelineRegistration<>(s.name, s.summary, [text](OpPassManager &pm) {
+        (void)parsePassPipeline(text, pm);
+      });
     }
     PassPipelineRegistration<>(
         "mcc-cpu-pipeline", "the whole CPU pipeline, tensors to LLVM",

@@ -90,11 +90,12 @@ mcc_status validateDescriptor(const MccModelDescriptor *d, const char *path) {
                 "%s: model ABI version %lld, this runtime supports %d; "
                 "recompile the model with a matching mcc",
                 path, (long long)d->abi_version, MCC_ABI_VERSION);
-  if (!d->target ||
-      (std::strcmp(d->target, "cpu") != 0 && std::strcmp(d->target, "cuda") != 0))
-    return fail(MCC_ERROR_ABI, "%s: model target '%s' is not supported by "
-                "this runtime (supported: cpu, cuda)", path,
-                d->target ? d->target : "(null)");
+  if (!d->target || (std::strcmp(d->target, "cpu") != 0 &&
+                     std::strcmp(d->target, "cuda") != 0))
+    return fail(MCC_ERROR_ABI,
+                "%s: model target '%s' is not supported by "
+                "this runtime (supported: cpu, cuda)",
+                path, d->target ? d->target : "(null)");
   const MccTensorDesc *lists[2] = {d->inputs, d->outputs};
   int64_t counts[2] = {d->num_inputs, d->num_outputs};
   for (int k = 0; k < 2; ++k) {
@@ -125,8 +126,8 @@ mcc_status checkTensor(const char *role, size_t index, const MccTensorDesc &d,
                        const mcc_tensor &t, bool checkData) {
   // An empty tensor may have no storage.
   if (checkData && !t.data && numElements(d) != 0)
-    return fail(MCC_ERROR_INVALID_ARGUMENT, "%s %zu ('%s'): data is null",
-                role, index, d.name);
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "%s %zu ('%s'): data is null", role,
+                index, d.name);
   if (t.dtype != d.dtype)
     return fail(MCC_ERROR_DTYPE,
                 "%s %zu ('%s'): dtype %s given, the model expects %s", role,
@@ -245,8 +246,8 @@ MCC_API mcc_status mcc_model_load(const char *path, mcc_model **outModel) {
   void *handle = dlopen(resolved.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
     return fail(MCC_ERROR_LOAD, "%s: cannot load: %s", path, dlerror());
-  auto fn = reinterpret_cast<MccDescriptorFn>(
-      dlsym(handle, MCC_DESCRIPTOR_SYMBOL));
+  auto fn =
+      reinterpret_cast<MccDescriptorFn>(dlsym(handle, MCC_DESCRIPTOR_SYMBOL));
   if (!fn) {
     dlclose(handle);
     return fail(MCC_ERROR_LOAD, "%s: not an mcc model (no %s symbol)", path,
@@ -262,8 +263,8 @@ MCC_API mcc_status mcc_model_load(const char *path, mcc_model **outModel) {
     return s;
   }
   if (!ompSetNumThreads.load()) {
-    ompSetNumThreads = reinterpret_cast<SetThreadsFn>(
-        dlsym(handle, "omp_set_num_threads"));
+    ompSetNumThreads =
+        reinterpret_cast<SetThreadsFn>(dlsym(handle, "omp_set_num_threads"));
     ompGetNumProcs =
         reinterpret_cast<GetProcsFn>(dlsym(handle, "omp_get_num_procs"));
     // Pin the OpenMP library so the cached pointers outlive this model.
@@ -279,8 +280,8 @@ MCC_API mcc_status mcc_model_load(const char *path, mcc_model **outModel) {
   if (auto init = reinterpret_cast<InitFn>(dlsym(handle, "mcc_model_init"))) {
     if (init() != 0) {
       using MessageFn = const char *(*)();
-      auto message = reinterpret_cast<MessageFn>(
-          dlsym(handle, "mcc_model_last_error"));
+      auto message =
+          reinterpret_cast<MessageFn>(dlsym(handle, "mcc_model_last_error"));
       std::string text = message ? message() : "model initialization failed";
       dlclose(handle);
       return fail(MCC_ERROR_LOAD, "%s: %s", path, text.c_str());
@@ -339,8 +340,8 @@ MCC_API mcc_status mcc_model_output_info(const mcc_model *model, size_t index,
     return fail(MCC_ERROR_INVALID_ARGUMENT, "model or info is null");
   if (index >= static_cast<size_t>(model->desc->num_outputs))
     return fail(MCC_ERROR_INVALID_ARGUMENT,
-                "output index %zu out of range (model has %lld outputs)",
-                index, (long long)model->desc->num_outputs);
+                "output index %zu out of range (model has %lld outputs)", index,
+                (long long)model->desc->num_outputs);
   fillInfo(model->desc->outputs[index], info);
   return MCC_OK;
 }

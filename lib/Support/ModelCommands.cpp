@@ -10,10 +10,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <random>
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <random>
 
 namespace mcc {
 
@@ -108,8 +108,8 @@ int inspectModelCommand(const std::string &modelPath) {
         mcc_model_output_info(model.get(), i, &info);
       list.push_back({{"name", info.name},
                       {"dtype", mcc_dtype_name(info.dtype)},
-                      {"shape", std::vector<int64_t>(
-                                    info.shape, info.shape + info.rank)}});
+                      {"shape", std::vector<int64_t>(info.shape,
+                                                     info.shape + info.rank)}});
     }
     return list;
   };
@@ -220,15 +220,12 @@ int benchModelCommand(const std::string &modelPath, const std::string &input,
     mean += v;
   mean /= ms.size();
   if (json) {
-    nlohmann::json j = {{"model", modelPath},
-                        {"target", mcc_model_target(model.get())},
-                        {"iterations", iterations},
-                        {"warmup", warmup},
-                        {"p50_ms", pct(50)},
-                        {"p90_ms", pct(90)},
-                        {"p99_ms", pct(99)},
-                        {"mean_ms", mean},
-                        {"min_ms", sorted.front()}};
+    nlohmann::json j = {
+        {"model", modelPath},       {"target", mcc_model_target(model.get())},
+        {"iterations", iterations}, {"warmup", warmup},
+        {"p50_ms", pct(50)},        {"p90_ms", pct(90)},
+        {"p99_ms", pct(99)},        {"mean_ms", mean},
+        {"min_ms", sorted.front()}};
     std::cout << j.dump(2) << std::endl;
   } else {
     std::printf("%s (%s): %d runs after %d warm-up, wall clock per run "

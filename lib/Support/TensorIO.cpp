@@ -281,8 +281,8 @@ bool readTensorProto(const std::string &path, HostTensor &t,
     return true;
   }
   auto mismatch = [&] {
-    error = path + ": typed data does not match shape " +
-            shapeToString(t.shape);
+    error =
+        path + ": typed data does not match shape " + shapeToString(t.shape);
     return false;
   };
   switch (t.dtype) {
@@ -341,8 +341,8 @@ bool readRunInputs(const std::string &path,
       std::string have;
       for (const auto &t : all)
         have += (have.empty() ? "" : ", ") + t.name;
-      error = path + ": no array named '" + n + "' (the file has: " + have +
-              ")";
+      error =
+          path + ": no array named '" + n + "' (the file has: " + have + ")";
       return false;
     }
     inputs.push_back(std::move(*it->second));

@@ -87,8 +87,10 @@ struct GpuDistributeLoopsPass
       }
       auto [outer, inner] = scf::tileParallelLoop(
           par, ArrayRef<int64_t>{blockSize}, /*noMinMaxBounds=*/true);
-      if (failed(gpu::setMappingAttr(outer, {dimMap(ctx, gpu::Processor::BlockX)})) ||
-          failed(gpu::setMappingAttr(inner, {dimMap(ctx, gpu::Processor::ThreadX)}))) {
+      if (failed(gpu::setMappingAttr(outer,
+                                     {dimMap(ctx, gpu::Processor::BlockX)})) ||
+          failed(gpu::setMappingAttr(inner,
+                                     {dimMap(ctx, gpu::Processor::ThreadX)}))) {
         par.emitError("mcc-gpu-distribute: cannot set the loop mapping");
         return signalPassFailure();
       }

@@ -24,13 +24,11 @@ protected:
   void SetUp() override {
     path = env("MCC_TEST_MODEL");
     ASSERT_FALSE(path.empty()) << "MCC_TEST_MODEL is not set";
-    ASSERT_EQ(mcc_model_load(path.c_str(), &model), MCC_OK)
-        << mcc_last_error();
+    ASSERT_EQ(mcc_model_load(path.c_str(), &model), MCC_OK) << mcc_last_error();
     std::string err;
     std::vector<mcc::HostTensor> all;
     ASSERT_TRUE(mcc::readNpz(env("MCC_TEST_INPUTS"), inputs, err)) << err;
-    ASSERT_TRUE(mcc::readNpz(env("MCC_TEST_REFERENCE"), reference, err))
-        << err;
+    ASSERT_TRUE(mcc::readNpz(env("MCC_TEST_REFERENCE"), reference, err)) << err;
   }
   void TearDown() override { mcc_model_free(model); }
 

@@ -22,7 +22,8 @@ int main(int argc, char **argv) {
   int threads = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if ((a == "--input" || a == "--output" || a == "--threads") && i + 1 < argc) {
+    if ((a == "--input" || a == "--output" || a == "--threads") &&
+        i + 1 < argc) {
       std::string v = argv[++i];
       if (a == "--input")
         input = v;

@@ -1,9 +1,8 @@
 //===- mcc.cpp - the mcc command line -------------------------------------===//
 //
-//   mcc compile M.onnx -o M.so --target cpu [--shape NAME=2x16]... [--dump-ir D]
-//   mcc run M.so --input IN(.npz|dir) --output OUT.npz
-//   mcc inspect M.so
-//   mcc import M.onnx [--shape ...]     (tensor-level MLIR, for debugging)
+//   mcc compile M.onnx -o M.so --target cpu [--shape NAME=2x16]... [--dump-ir
+//   D] mcc run M.so --input IN(.npz|dir) --output OUT.npz mcc inspect M.so mcc
+//   import M.onnx [--shape ...]     (tensor-level MLIR, for debugging)
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,7 +104,8 @@ int main(int argc, char **argv) {
   std::string input, output, target = "cpu", dumpDir, cpu;
   std::vector<std::string> shapes;
   bool text = false;
-  auto *compile = app.add_subcommand("compile", "Compile an ONNX model to a .so");
+  auto *compile =
+      app.add_subcommand("compile", "Compile an ONNX model to a .so");
   compile->add_option("model", input, "The .onnx file")->required();
   compile->add_option("-o,--output", output, "The .so to write")->required();
   compile->add_option("--target", target, "cpu")
@@ -113,9 +113,10 @@ int main(int argc, char **argv) {
   compile->add_option("--shape", shapes,
                       "Pin an input's shape: NAME=2x16 (repeatable)");
   std::string weightsMode = "auto";
-  compile->add_option("--weights", weightsMode,
-                      "embedded | external (<output>.weights beside the .so) | "
-                      "auto (external past 512 MiB; default)")
+  compile
+      ->add_option("--weights", weightsMode,
+                   "embedded | external (<output>.weights beside the .so) | "
+                   "auto (external past 512 MiB; default)")
       ->check(CLI::IsMember({"embedded", "external", "auto"}));
   std::string gpuArch = "sm_90";
   compile->add_option("--gpu-arch", gpuArch,
@@ -147,14 +148,16 @@ int main(int argc, char **argv) {
   std::string benchInput;
   auto *bench = app.add_subcommand("bench", "Time runs of a compiled model");
   bench->add_option("model", input, "The model .so")->required();
-  bench->add_option("--input", benchInput,
-                    "Inputs (.npz or test-data folder); default: seeded random");
+  bench->add_option(
+      "--input", benchInput,
+      "Inputs (.npz or test-data folder); default: seeded random");
   bench->add_option("--warmup", warmup, "Warm-up runs (default 10)");
   bench->add_option("--iterations", iterations, "Timed runs (default 100)");
   bench->add_option("--threads", threads, "Threads per run (cpu)");
   bench->add_flag("--json", benchJson, "Print the result as JSON");
 
-  auto *inspect = app.add_subcommand("inspect", "Print a model's signature as JSON");
+  auto *inspect =
+      app.add_subcommand("inspect", "Print a model's signature as JSON");
   inspect->add_option("model", input, "The model .so")->required();
 
   try {
@@ -201,8 +204,8 @@ int main(int argc, char **argv) {
         spdlog::error("{}: cannot open", input);
         return 1;
       }
-      model = mcc::importOnnxText(context, (*buffer)->getBuffer(),
-                                  options.import);
+      model =
+          mcc::importOnnxText(context, (*buffer)->getBuffer(), options.import);
     } else {
       model = mcc::importOnnxFile(context, input, options.import);
     }
@@ -215,9 +218,9 @@ int main(int argc, char **argv) {
   auto start = std::chrono::steady_clock::now();
   if (mlir::failed(mcc::compileOnnxModel(context, input, output, options)))
     return 1;
-  double secs = std::chrono::duration<double>(
-                    std::chrono::steady_clock::now() - start)
-                    .count();
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   spdlog::debug("compiled {} -> {} in {:.2f} s", input, output, secs);
   return 0;
 }

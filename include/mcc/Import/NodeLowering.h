@@ -36,8 +36,8 @@ class GraphLowering;
 
 class NodeLowering {
 public:
-  NodeLowering(GraphLowering &graph, const onnx::NodeProto &node,
-               int64_t opset, mlir::Location loc);
+  NodeLowering(GraphLowering &graph, const onnx::NodeProto &node, int64_t opset,
+               mlir::Location loc);
 
   const onnx::NodeProto &node() const { return node_; }
   int64_t opset() const { return opset_; }
@@ -110,15 +110,16 @@ void registerNormalizationLowerings();
 void registerResizeLowerings();
 void registerLossLowerings();
 
-//===--- IR helpers shared by op lowerings ---------------------------------===//
+//===--- IR helpers shared by op lowerings
+//---------------------------------===//
 
 /// dtype of an MLIR element type.
 int32_t dtypeOf(mlir::Type type);
 Shape shapeOf(mlir::Value tensor);
 
 /// Elementwise op over broadcast inputs: body gets the scalar operands.
-using ScalarBody = std::function<mlir::Value(
-    mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
+using ScalarBody = std::function<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                             mlir::ValueRange)>;
 mlir::Value emitElementwise(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::ValueRange inputs, mlir::Type resultElement,
                             const Shape &resultShape, const ScalarBody &body);
@@ -134,8 +135,7 @@ mlir::Value emitReduction(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value emitReshape(mlir::OpBuilder &b, mlir::Location loc,
                         mlir::Value input, const Shape &shape);
 mlir::Value emitTranspose(mlir::OpBuilder &b, mlir::Location loc,
-                          mlir::Value input,
-                          const std::vector<int64_t> &perm);
+                          mlir::Value input, const std::vector<int64_t> &perm);
 mlir::Value emitBroadcastTo(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::Value input, const Shape &shape);
 mlir::Value emitFilled(mlir::OpBuilder &b, mlir::Location loc,

@@ -15,8 +15,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
-#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
@@ -81,9 +81,9 @@ struct TempFile {
 llvm::GlobalVariable *constantGlobal(llvm::Module &m, llvm::Constant *init,
                                      const llvm::Twine &name,
                                      unsigned align = 8) {
-  auto *g = new llvm::GlobalVariable(m, init->getType(), /*isConstant=*/true,
-                                     llvm::GlobalValue::PrivateLinkage, init,
-                                     name);
+  auto *g =
+      new llvm::GlobalVariable(m, init->getType(), /*isConstant=*/true,
+                               llvm::GlobalValue::PrivateLinkage, init, name);
   g->setAlignment(llvm::Align(align));
   return g;
 }
@@ -107,11 +107,11 @@ llvm::Constant *tensorDescs(llvm::Module &m,
     const TensorSignature &t = tensors[i];
     std::vector<uint64_t> dims(t.shape.begin(), t.shape.end());
     llvm::Constant *shape =
-        dims.empty() ? static_cast<llvm::Constant *>(
-                           llvm::ConstantPointerNull::get(ptrTy))
-                     : constantGlobal(
-                           m, llvm::ConstantDataArray::get(ctx, dims),
-                           prefix + ".shape." + llvm::Twine(i));
+        dims.empty()
+            ? static_cast<llvm::Constant *>(
+                  llvm::ConstantPointerNull::get(ptrTy))
+            : constantGlobal(m, llvm::ConstantDataArray::get(ctx, dims),
+                             prefix + ".shape." + llvm::Twine(i));
     descs.push_back(llvm::ConstantStruct::get(
         descTy, {stringGlobal(m, t.name, prefix + ".name." + llvm::Twine(i)),
                  llvm::ConstantInt::get(i64, t.dtype),
@@ -149,8 +149,8 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
         "mcc_weights_open",
         llvm::FunctionType::get(ptrTy, {ptrTy, i64, i64}, false));
     weightsName = stringGlobal(m, externalWeightsFile, "mcc.weights_file");
-    checksum = mcc_weights_checksum(model.weightBlob.data(),
-                                    model.weightBlob.size());
+    checksum =
+        mcc_weights_checksum(model.weightBlob.data(), model.weightBlob.size());
     // Checked when the runtime loads the model, not at the first run.
     auto *initTy = llvm::FunctionType::get(i32, {}, false);
     auto *init = llvm::Function::Create(
@@ -159,8 +159,8 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
     llvm::Value *p = ib.CreateCall(
         openWeights, {weightsName, ib.getInt64(model.weightBlob.size()),
                       ib.getInt64(checksum)});
-    ib.CreateRet(ib.CreateSelect(ib.CreateIsNull(p), ib.getInt32(1),
-                                 ib.getInt32(0)));
+    ib.CreateRet(
+        ib.CreateSelect(ib.CreateIsNull(p), ib.getInt32(1), ib.getInt32(0)));
   } else if (!model.weightBlob.empty()) {
     auto *data = llvm::ConstantDataArray::getRaw(
         llvm::StringRef(reinterpret_cast<const char *>(model.weightBlob.data()),
@@ -251,28 +251,30 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
       uint64_t n = 1;
       for (int64_t d : t.shape)
         n *= d;
-      return n * (t.dtype == 7 || t.dtype == 11 ? 8
+      return n * (t.dtype == 7 || t.dtype == 11  ? 8
                   : t.dtype == 1 || t.dtype == 6 ? 4
-                  : t.dtype == 10 ? 2 : 1);
+                  : t.dtype == 10                ? 2
+                                                 : 1);
     };
     for (const auto &t : model.inputs)
       bytes.push_back(sizeOf(t));
     for (const auto &t : model.outputs)
       bytes.push_back(sizeOf(t));
     llvm::Constant *bytesArr =
-        bytes.empty() ? static_cast<llvm::Constant *>(
-                            llvm::ConstantPointerNull::get(ptrTy))
-                      : constantGlobal(m, llvm::ConstantDataArray::get(ctx, bytes),
-                                       "mcc.buffer_bytes");
+        bytes.empty()
+            ? static_cast<llvm::Constant *>(
+                  llvm::ConstantPointerNull::get(ptrTy))
+            : constantGlobal(m, llvm::ConstantDataArray::get(ctx, bytes),
+                             "mcc.buffer_bytes");
     auto *shimTy = llvm::FunctionType::get(
         i32, {ptrTy, i64, i64, ptrTy, ptrTy, i64, ptrTy}, false);
     llvm::FunctionCallee shim = m.getOrInsertFunction("mcc_cuda_run", shimTy);
     llvm::IRBuilder<> rb(llvm::BasicBlock::Create(ctx, "entry", run));
     llvm::Value *hw = hostWeights(rb, run);
-    llvm::Value *rc = rb.CreateCall(
-        shim, {run->getArg(0), rb.getInt64(model.inputs.size()),
-               rb.getInt64(model.outputs.size()), bytesArr, hw,
-               rb.getInt64(model.weightBlob.size()), bodyFn});
+    llvm::Value *rc =
+        rb.CreateCall(shim, {run->getArg(0), rb.getInt64(model.inputs.size()),
+                             rb.getInt64(model.outputs.size()), bytesArr, hw,
+                             rb.getInt64(model.weightBlob.size()), bodyFn});
     rb.CreateRet(rc);
   }
 
@@ -319,12 +321,13 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
 
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return emitError(loc) << "no LLVM target for " << triple.str() << ": "
                           << error;
-  std::string cpu = options.cpu.empty() ? llvm::sys::getHostCPUName().str()
-                                        : options.cpu;
+  std::string cpu =
+      options.cpu.empty() ? llvm::sys::getHostCPUName().str() : options.cpu;
   std::string features;
   if (options.cpu.empty()) {
     llvm::StringMap<bool> hostFeatures = llvm::sys::getHostCPUFeatures();
@@ -395,8 +398,8 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
     std::error_code ec;
     llvm::raw_fd_ostream os(object.path, ec, llvm::sys::fs::OF_None);
     if (ec)
-      return emitError(loc) << "cannot write " << object.path << ": "
-                            << ec.message();
+      return emitError(loc)
+             << "cannot write " << object.path << ": " << ec.message();
     llvm::legacy::PassManager pm;
     if (tm->addPassesToEmitFile(pm, os, nullptr,
                                 llvm::CodeGenFileType::ObjectFile))
@@ -415,7 +418,8 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
     return emitError(loc) << "no linker driver (cc/c++, gcc/g++ or clang-22) "
                              "on PATH";
   std::string libDir = MCC_OPENMP_LIB_DIR;
-  std::vector<std::string> argStore = {*linker, "-shared", "-o", library.path,
+  std::vector<std::string> argStore = {*linker,     "-shared",
+                                       "-o",        library.path,
                                        object.path, MCC_MODEL_SUPPORT_PATH};
   if (options.cuda) {
     std::string shim = MCC_CUDA_SHIM_PATH;
@@ -444,8 +448,8 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
       std::error_code ec;
       llvm::raw_fd_ostream os(weights.path, ec, llvm::sys::fs::OF_None);
       if (ec)
-        return emitError(loc) << "cannot write " << weights.path << ": "
-                              << ec.message();
+        return emitError(loc)
+               << "cannot write " << weights.path << ": " << ec.message();
       os.write(reinterpret_cast<const char *>(model.weightBlob.data()),
                model.weightBlob.size());
       os.close();
@@ -479,8 +483,8 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
           plan << "\"}";
         } else {
           plan << "\"derived_offset\": " << derivedOffset << "}";
-          derived.write(reinterpret_cast<const char *>(
-                            model.weightBlob.data() + w.offset),
+          derived.write(reinterpret_cast<const char *>(model.weightBlob.data() +
+                                                       w.offset),
                         w.size);
           derivedOffset += w.size;
         }
@@ -493,8 +497,8 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
     weights.keep = true;
   }
   if (auto ec = llvm::sys::fs::rename(library.path, outputPath))
-    return emitError(loc) << "cannot move the library to " << outputPath
-                          << ": " << ec.message();
+    return emitError(loc) << "cannot move the library to " << outputPath << ": "
+                          << ec.message();
   library.keep = true;
   return success();
 }

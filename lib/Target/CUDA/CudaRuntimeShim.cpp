@@ -16,9 +16,9 @@
 #include <glob.h>
 
 #include <cstdarg>
-#include <cstdlib>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -44,9 +44,9 @@ struct Driver {
   CUresult (*cuModuleLoadData)(CUmodule *, const void *);
   CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
-  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned,
-                             unsigned, unsigned, unsigned, unsigned, CUstream,
-                             void **, void **);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, unsigned, CUstream, void **,
+                             void **);
   CUresult (*cuStreamCreate)(CUstream *, unsigned);
   CUresult (*cuStreamDestroy)(CUstream);
   CUresult (*cuStreamSynchronize)(CUstream);
@@ -90,33 +90,33 @@ void loadDriver() {
     return;
   }
   Driver &d = theDriver();
-  bool ok = bind(lib, "cuInit", d.cuInit) &&
-            bind(lib, "cuDeviceGet", d.cuDeviceGet) &&
-            bind(lib, "cuDeviceGetAttribute", d.cuDeviceGetAttribute) &&
-            bind(lib, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain) &&
-            bind(lib, "cuCtxSetCurrent", d.cuCtxSetCurrent) &&
-            bind(lib, "cuModuleLoadData", d.cuModuleLoadData) &&
-            bind(lib, "cuModuleUnload", d.cuModuleUnload) &&
-            bind(lib, "cuModuleGetFunction", d.cuModuleGetFunction) &&
-            bind(lib, "cuLaunchKernel", d.cuLaunchKernel) &&
-            bind(lib, "cuStreamCreate", d.cuStreamCreate) &&
-            bind(lib, "cuStreamDestroy_v2", d.cuStreamDestroy) &&
-            bind(lib, "cuStreamSynchronize", d.cuStreamSynchronize) &&
-            bind(lib, "cuMemAlloc_v2", d.cuMemAlloc) &&
-            bind(lib, "cuMemFree_v2", d.cuMemFree) &&
-            bind(lib, "cuMemAllocAsync", d.cuMemAllocAsync) &&
-            bind(lib, "cuMemFreeAsync", d.cuMemFreeAsync) &&
-            bind(lib, "cuMemcpyAsync", d.cuMemcpyAsync) &&
-            bind(lib, "cuMemcpyHtoDAsync_v2", d.cuMemcpyHtoDAsync) &&
-            bind(lib, "cuMemcpyDtoHAsync_v2", d.cuMemcpyDtoHAsync) &&
-            bind(lib, "cuMemsetD32Async", d.cuMemsetD32Async) &&
-            bind(lib, "cuGetErrorString", d.cuGetErrorString) &&
-            bind(lib, "cuStreamBeginCapture_v2", d.cuStreamBeginCapture) &&
-            bind(lib, "cuStreamEndCapture", d.cuStreamEndCapture) &&
-            bind(lib, "cuGraphInstantiateWithFlags",
-                 d.cuGraphInstantiateWithFlags) &&
-            bind(lib, "cuGraphLaunch", d.cuGraphLaunch) &&
-            bind(lib, "cuGraphDestroy", d.cuGraphDestroy);
+  bool ok =
+      bind(lib, "cuInit", d.cuInit) &&
+      bind(lib, "cuDeviceGet", d.cuDeviceGet) &&
+      bind(lib, "cuDeviceGetAttribute", d.cuDeviceGetAttribute) &&
+      bind(lib, "cuDevicePrimaryCtxRetain", d.cuDevicePrimaryCtxRetain) &&
+      bind(lib, "cuCtxSetCurrent", d.cuCtxSetCurrent) &&
+      bind(lib, "cuModuleLoadData", d.cuModuleLoadData) &&
+      bind(lib, "cuModuleUnload", d.cuModuleUnload) &&
+      bind(lib, "cuModuleGetFunction", d.cuModuleGetFunction) &&
+      bind(lib, "cuLaunchKernel", d.cuLaunchKernel) &&
+      bind(lib, "cuStreamCreate", d.cuStreamCreate) &&
+      bind(lib, "cuStreamDestroy_v2", d.cuStreamDestroy) &&
+      bind(lib, "cuStreamSynchronize", d.cuStreamSynchronize) &&
+      bind(lib, "cuMemAlloc_v2", d.cuMemAlloc) &&
+      bind(lib, "cuMemFree_v2", d.cuMemFree) &&
+      bind(lib, "cuMemAllocAsync", d.cuMemAllocAsync) &&
+      bind(lib, "cuMemFreeAsync", d.cuMemFreeAsync) &&
+      bind(lib, "cuMemcpyAsync", d.cuMemcpyAsync) &&
+      bind(lib, "cuMemcpyHtoDAsync_v2", d.cuMemcpyHtoDAsync) &&
+      bind(lib, "cuMemcpyDtoHAsync_v2", d.cuMemcpyDtoHAsync) &&
+      bind(lib, "cuMemsetD32Async", d.cuMemsetD32Async) &&
+      bind(lib, "cuGetErrorString", d.cuGetErrorString) &&
+      bind(lib, "cuStreamBeginCapture_v2", d.cuStreamBeginCapture) &&
+      bind(lib, "cuStreamEndCapture", d.cuStreamEndCapture) &&
+      bind(lib, "cuGraphInstantiateWithFlags", d.cuGraphInstantiateWithFlags) &&
+      bind(lib, "cuGraphLaunch", d.cuGraphLaunch) &&
+      bind(lib, "cuGraphDestroy", d.cuGraphDestroy);
   if (!ok) {
     driver.error = "the CUDA driver lacks a required entry point";
     return;
@@ -130,8 +130,8 @@ void loadDriver() {
   if (r != CUDA_SUCCESS) {
     const char *s = nullptr;
     d.cuGetErrorString(r, &s);
-    driver.error = std::string("CUDA initialization failed: ") +
-                   (s ? s : "unknown error");
+    driver.error =
+        std::string("CUDA initialization failed: ") + (s ? s : "unknown error");
     return;
   }
   d.loaded = true;
@@ -182,7 +182,8 @@ std::vector<Weights> &uploaded() {
 
 } // namespace
 
-//===--- MLIR gpu-to-llvm ABI ----------------------------------------------===//
+//===--- MLIR gpu-to-llvm ABI
+//----------------------------------------------===//
 
 SHIM_HIDDEN void *mgpuModuleLoad(void *data, size_t) {
   if (!ready()) {
@@ -203,8 +204,7 @@ SHIM_HIDDEN void *mgpuModuleLoad(void *data, size_t) {
     driver.cuGetErrorString(r, &s);
     moduleLoadError() =
         std::string("cannot load the model's GPU code on this GPU (sm_") +
-        std::to_string(major * 10 + minor) + "): " +
-        (s ? s : "unknown error") +
+        std::to_string(major * 10 + minor) + "): " + (s ? s : "unknown error") +
         "; recompile with --gpu-arch for this GPU";
   }
   return module;
@@ -279,8 +279,7 @@ SHIM_HIDDEN void mgpuEventSynchronize(void *) {}
 SHIM_HIDDEN void mgpuEventRecord(void *, void *) {}
 SHIM_HIDDEN void mgpuStreamWaitEvent(void *, void *) {}
 
-SHIM_HIDDEN void mgpuMemcpy(void *dst, void *src, size_t bytes,
-                            void *stream) {
+SHIM_HIDDEN void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
   if (runFailed)
     return;
   check(driver.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
@@ -298,7 +297,8 @@ SHIM_HIDDEN void mgpuMemset32(void *dst, unsigned value, size_t count,
         "filling device memory");
 }
 
-//===--- cuBLAS -------------------------------------------------------------===//
+//===--- cuBLAS
+//-------------------------------------------------------------===//
 //
 // Found at run time: $MCC_CUDA_LIBRARY_PATH (colon-separated folders), the
 // loader path, the CUDA toolkit, then the nvidia-cublas wheel of a Python
@@ -316,10 +316,10 @@ struct Blas {
   int (*sgemm)(BlasHandle, int, int, int, int, int, const float *,
                const float *, int, const float *, int, const float *, float *,
                int);
-  int (*sgemmStridedBatched)(BlasHandle, int, int, int, int, int,
-                             const float *, const float *, int, long long,
-                             const float *, int, long long, const float *,
-                             float *, int, long long, int);
+  int (*sgemmStridedBatched)(BlasHandle, int, int, int, int, int, const float *,
+                             const float *, int, long long, const float *, int,
+                             long long, const float *, float *, int, long long,
+                             int);
 };
 
 Blas &theBlas() {
@@ -435,38 +435,40 @@ SHIM_HIDDEN void mcc_gpu_sgemm(float *, float *a, int64_t aOff, int64_t m,
   if (!h)
     return;
   const float one = 1.0f;
-  int rc = theBlas().sgemm(h, 0, 0, n, m, k, &one, b + bOff, ldb, a + aOff,
-                           lda, &one, c + cOff, ldc);
+  int rc = theBlas().sgemm(h, 0, 0, n, m, k, &one, b + bOff, ldb, a + aOff, lda,
+                           &one, c + cOff, ldc);
   if (rc != 0) {
     lastError = "cublasSgemm failed with status " + std::to_string(rc);
     runFailed = true;
   }
 }
 
-SHIM_HIDDEN void
-mcc_gpu_sgemm_batched(float *, float *a, int64_t aOff, int64_t batch,
-                      int64_t m, int64_t k, int64_t aBatch, int64_t lda,
-                      int64_t, float *, float *b, int64_t bOff, int64_t,
-                      int64_t, int64_t n, int64_t bBatch, int64_t ldb, int64_t,
-                      float *, float *c, int64_t cOff, int64_t, int64_t,
-                      int64_t, int64_t cBatch, int64_t ldc, int64_t) {
+SHIM_HIDDEN void mcc_gpu_sgemm_batched(float *, float *a, int64_t aOff,
+                                       int64_t batch, int64_t m, int64_t k,
+                                       int64_t aBatch, int64_t lda, int64_t,
+                                       float *, float *b, int64_t bOff, int64_t,
+                                       int64_t, int64_t n, int64_t bBatch,
+                                       int64_t ldb, int64_t, float *, float *c,
+                                       int64_t cOff, int64_t, int64_t, int64_t,
+                                       int64_t cBatch, int64_t ldc, int64_t) {
   if (runFailed || !blasReady())
     return;
   BlasHandle h = blasHandle();
   if (!h)
     return;
   const float one = 1.0f;
-  int rc = theBlas().sgemmStridedBatched(h, 0, 0, n, m, k, &one, b + bOff,
-                                         ldb, bBatch, a + aOff, lda, aBatch,
-                                         &one, c + cOff, ldc, cBatch, batch);
+  int rc = theBlas().sgemmStridedBatched(h, 0, 0, n, m, k, &one, b + bOff, ldb,
+                                         bBatch, a + aOff, lda, aBatch, &one,
+                                         c + cOff, ldc, cBatch, batch);
   if (rc != 0) {
-    lastError = "cublasSgemmStridedBatched failed with status " +
-                std::to_string(rc);
+    lastError =
+        "cublasSgemmStridedBatched failed with status " + std::to_string(rc);
     runFailed = true;
   }
 }
 
-//===--- mcc run entry -----------------------------------------------------===//
+//===--- mcc run entry
+//-----------------------------------------------------===//
 
 using BodyFn = void (*)(void **deviceBuffers, void *deviceWeights);
 
@@ -513,9 +515,8 @@ bool deviceWeights(const void *blob, int64_t bytes, CUdeviceptr &out) {
 /// context falls back to direct launches) if anything refused capture.
 bool captureGraph(RunContext &ctx, BodyFn body, void **devices,
                   CUdeviceptr weights) {
-  if (driver.cuStreamBeginCapture(ctx.stream,
-                                  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) !=
-      CUDA_SUCCESS)
+  if (driver.cuStreamBeginCapture(
+          ctx.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS)
     return false;
   body(devices, reinterpret_cast<void *>(weights));
   CUgraph graph = nullptr;

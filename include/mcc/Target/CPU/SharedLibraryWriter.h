@@ -11,7 +11,7 @@
 namespace mcc {
 
 struct CpuTargetOptions {
-  std::string cpu; // empty: the host CPU and its features
+  std::string cpu;            // empty: the host CPU and its features
   std::string dumpLlvmIrPath; // optional: write the optimized LLVM IR here
   /// The host side of a CUDA model: runs through the CUDA runtime shim.
   bool cuda = false;
