@@ -391,23 +391,10 @@ LogicalResult lowerPool(NodeLowering &n, bool isMax) {
         }
         counts.setF(oh * g.out[1] + ow, std::max<int64_t>(1, cnt[0] * cnt[1]));
       }
-    GraphValue cv;
-    cv.dtype = counts.dtype();
-    cv.shape = counts.shape();
-    cv.literal = counts;
-    (void)cv;
-    // Inline the divisor table as a constant tensor.
-    auto tt = RankedTensorType::get(counts.shape(), et);
-    SmallVector<APFloat> vals;
-    for (int64_t i = 0; i < counts.size(); ++i) {
-      APFloat f(counts.getF(i));
-      bool lost;
-      f.convert(cast<FloatType>(et).getFloatSemantics(),
-                APFloat::rmNearestTiesToEven, &lost);
-      vals.push_back(f);
-    }
-    Value div =
-        arith::ConstantOp::create(b, loc, DenseElementsAttr::get(tt, vals));
+    std::vector<double> divisors(counts.size());
+    for (int64_t i = 0; i < counts.size(); ++i)
+      divisors[i] = counts.getF(i);
+    Value div = floatConstantTensor(b, loc, counts.shape(), et, divisors);
     r = emitElementwise(b, loc, ValueRange{r, div}, et, out,
                         [](OpBuilder &nb, Location l, ValueRange v) {
                           return (Value)arith::DivFOp::create(nb, l, v[0],

@@ -183,6 +183,20 @@ Value emitBroadcastTo(OpBuilder &b, Location loc, Value input,
       [](OpBuilder &, Location, ValueRange a) { return a[0]; });
 }
 
+Value floatConstantTensor(OpBuilder &b, Location loc, const Shape &shape,
+                          Type elementType, ArrayRef<double> values) {
+  SmallVector<APFloat> vals;
+  for (double v : values) {
+    APFloat f(v);
+    bool lost;
+    f.convert(cast<FloatType>(elementType).getFloatSemantics(),
+              APFloat::rmNearestTiesToEven, &lost);
+    vals.push_back(f);
+  }
+  auto type = RankedTensorType::get(shape, elementType);
+  return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(type, vals));
+}
+
 Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
   if (isa<FloatType>(type))
     return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));

@@ -210,21 +210,11 @@ LogicalResult lowerBatchNorm(NodeLowering &n) {
       a.setF(i, k);
       c.setF(i, bias - m * k);
     }
-    GraphValue ga, gc;
-    (void)ga;
-    (void)gc;
-    auto tt = RankedTensorType::get(chan, et);
     auto dense = [&](const Literal &l) {
-      SmallVector<APFloat> vals;
-      for (int64_t i = 0; i < l.size(); ++i) {
-        APFloat f(l.getF(i));
-        bool lost;
-        f.convert(cast<FloatType>(et).getFloatSemantics(),
-                  APFloat::rmNearestTiesToEven, &lost);
-        vals.push_back(f);
-      }
-      return (Value)arith::ConstantOp::create(b, loc,
-                                              DenseElementsAttr::get(tt, vals));
+      std::vector<double> v(l.size());
+      for (int64_t i = 0; i < l.size(); ++i)
+        v[i] = l.getF(i);
+      return floatConstantTensor(b, loc, chan, et, v);
     };
     Value av = dense(a), cv = dense(c);
     Value y = emitElementwise(

@@ -141,17 +141,7 @@ Value resizeAxis(NodeLowering &n, Value x, int64_t axis, int64_t out,
       b, loc, DenseElementsAttr::get(idxType, ArrayRef<int64_t>(taps.index)));
   bool isFloat = isa<FloatType>(et);
   Type wt = isFloat ? et : b.getF64Type();
-  SmallVector<APFloat> wv;
-  for (double w : taps.weight) {
-    APFloat f(w);
-    bool lost;
-    f.convert(cast<FloatType>(wt).getFloatSemantics(),
-              APFloat::rmNearestTiesToEven, &lost);
-    wv.push_back(f);
-  }
-  Value w = arith::ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(RankedTensorType::get({out, taps.count}, wt), wv));
+  Value w = floatConstantTensor(b, loc, {out, taps.count}, wt, taps.weight);
   SmallVector<bool> outsideV(taps.outside.begin(), taps.outside.end());
   Value outside = arith::ConstantOp::create(
       b, loc,

@@ -65,42 +65,34 @@ const StageText kCudaStages[] = {
 };
 } // namespace
 
+/// A stage that runs a built-in textual pipeline (a typo in one is a bug
+/// in mcc, not in the user's input).
+static PipelineStage textStage(std::string name, std::string summary,
+                               std::string text) {
+  return {std::move(name), std::move(summary), [text](OpPassManager &pm) {
+            if (failed(parsePassPipeline(text, pm)))
+              llvm::report_fatal_error("mcc: invalid built-in pipeline: " +
+                                       llvm::Twine(text));
+          }};
+}
+
 std::vector<PipelineStage> cudaPipelineStages(const CompileOptions &options) {
   std::vector<PipelineStage> stages;
-  for (const StageText &s : kCudaStages) {
-    std::string text = s.pipeline;
-    stages.push_back({s.name, s.summary, [text](OpPassManager &pm) {
-                        if (failed(parsePassPipeline(text, pm)))
-                          llvm::report_fatal_error(
-                              "mcc: invalid built-in pipeline: " +
-                              llvm::Twine(text));
-                      }});
-  }
+  for (const StageText &s : kCudaStages)
+    stages.push_back(textStage(s.name, s.summary, s.pipeline));
   // Kernels to NVVM and a fatbin (ptxas from CUDA) for the chosen arch;
   // host code to LLVM with gpu.launch_func calls into the runtime shim.
-  std::string nvvm =
-      "gpu-lower-to-nvvm-pipeline{cubin-chip=" + options.gpuArch +
-      " cubin-features=+ptx80 opt-level=3 cubin-format=fatbin}";
-  stages.push_back({"mcc-cuda-to-llvm", "kernels to a fatbin, host to LLVM",
-                    [nvvm](OpPassManager &pm) {
-                      if (failed(parsePassPipeline(nvvm, pm)))
-                        llvm::report_fatal_error("mcc: invalid pipeline " +
-                                                 llvm::Twine(nvvm));
-                    }});
+  stages.push_back(
+      textStage("mcc-cuda-to-llvm", "kernels to a fatbin, host to LLVM",
+                "gpu-lower-to-nvvm-pipeline{cubin-chip=" + options.gpuArch +
+                    " cubin-features=+ptx80 opt-level=3 cubin-format=fatbin}"));
   return stages;
 }
 
 std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &) {
   std::vector<PipelineStage> stages;
-  for (const StageText &s : kCpuStages) {
-    std::string text = s.pipeline;
-    stages.push_back({s.name, s.summary, [text](OpPassManager &pm) {
-                        if (failed(parsePassPipeline(text, pm)))
-                          llvm::report_fatal_error(
-                              "mcc: invalid built-in pipeline: " +
-                              llvm::Twine(text));
-                      }});
-  }
+  for (const StageText &s : kCpuStages)
+    stages.push_back(textStage(s.name, s.summary, s.pipeline));
   return stages;
 }
 

@@ -140,6 +140,10 @@ mlir::Value emitBroadcastTo(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::Value input, const Shape &shape);
 mlir::Value emitFilled(mlir::OpBuilder &b, mlir::Location loc,
                        const Shape &shape, mlir::TypedAttr value);
+/// A constant tensor of `elementType` (a float type) holding `values`.
+mlir::Value floatConstantTensor(mlir::OpBuilder &b, mlir::Location loc,
+                                const Shape &shape, mlir::Type elementType,
+                                llvm::ArrayRef<double> values);
 mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Type type, double value);
 mlir::Value emitScalarCast(mlir::OpBuilder &b, mlir::Location loc,
