@@ -18,8 +18,10 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q $missing
 fi
+# Debian's own python3 refuses pip installs outside a venv (PEP 668).
 python3 -c "import numpy, onnx" 2>/dev/null ||
-  python3 -m pip install -q numpy onnx
+  python3 -m pip install -q numpy onnx 2>/dev/null ||
+  python3 -m pip install -q --break-system-packages numpy onnx
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
