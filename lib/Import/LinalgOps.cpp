@@ -155,6 +155,9 @@ LogicalResult lowerGemm(NodeLowering &n) {
 
 struct WindowGeometry {
   std::vector<int64_t> kernel, strides, dilations, padLo, padHi, out;
+  /// The trailing pads the model asked for (explicit or auto_pad), before
+  /// ceil mode extends padHi to fit the last window.
+  std::vector<int64_t> declaredHi;
 };
 
 /// Output sizes and pads of a conv/pool window over `spatial` dims.
@@ -197,6 +200,7 @@ LogicalResult windowGeometry(NodeLowering &n, const Shape &spatial,
     if (ceilMode && (o - 1) * g.strides[i] >= spatial[i] + g.padLo[i])
       --o;
     g.out.push_back(o);
+    g.declaredHi.push_back(g.padHi[i]);
     // Extra trailing pad so the last (ceil-mode) window is in bounds.
     int64_t need = (o - 1) * g.strides[i] + eff - (spatial[i] + g.padLo[i]);
     g.padHi[i] = std::max(g.padHi[i], need);
@@ -329,8 +333,6 @@ LogicalResult lowerPool(NodeLowering &n, bool isMax) {
   WindowGeometry g;
   if (failed(windowGeometry(n, spatial, kernel, n.attrInt("ceil_mode", 0), g)))
     return failure();
-  std::vector<int64_t> explicitHi =
-      n.attrInts("pads", std::vector<int64_t>(2 * spatial.size(), 0));
   if (is1d) {
     xs.insert(xs.begin() + 2, 1);
     spatial.insert(spatial.begin(), 1);
@@ -340,17 +342,40 @@ LogicalResult lowerPool(NodeLowering &n, bool isMax) {
     g.dilations.insert(g.dilations.begin(), 1);
     g.padLo.insert(g.padLo.begin(), 0);
     g.padHi.insert(g.padHi.begin(), 0);
+    g.declaredHi.insert(g.declaredHi.begin(), 0);
     g.out.insert(g.out.begin(), 1);
   }
   Type et = n.elementType(n.dtype(0));
-  x = padSpatial(b, loc, x, g, isMax ? -INFINITY : 0.0);
+  bool isFloat = isa<FloatType>(et);
+  if (!isFloat && !isMax)
+    return n.fail("AveragePool needs a floating-point input");
+  // linalg's integer max pool compares signed: pool uint8 as int32.
+  bool widenUnsigned = n.dtype(0) == kUInt8;
+  if (widenUnsigned) {
+    Type i32 = b.getI32Type();
+    x = emitElementwise(b, loc, x, i32, shapeOf(x),
+                        [&](OpBuilder &nb, Location l, ValueRange v) {
+                          return (Value)arith::ExtUIOp::create(nb, l, i32,
+                                                               v[0]);
+                        });
+    et = i32;
+  }
+  // The identity of max: -inf, or the smallest value of the integer type.
+  double lowest = isFloat ? -INFINITY
+                  : n.dtype(0) == kUInt8
+                      ? 0.0
+                      : -std::ldexp(1.0, et.getIntOrFloatBitWidth() - 1);
+  x = padSpatial(b, loc, x, g, isMax ? lowest : 0.0);
   Shape out = {xs[0], xs[1], g.out[0], g.out[1]};
   Value window =
       tensor::EmptyOp::create(b, loc, Shape{g.kernel[0], g.kernel[1]}, et);
   auto strides = i64Vector(b, g.strides), dil = i64Vector(b, g.dilations);
   Value r;
   if (isMax) {
-    Value init = emitFilled(b, loc, out, b.getFloatAttr(et, -INFINITY));
+    TypedAttr lowestAttr =
+        isFloat ? (TypedAttr)b.getFloatAttr(et, lowest)
+                : (TypedAttr)b.getIntegerAttr(et, static_cast<int64_t>(lowest));
+    Value init = emitFilled(b, loc, out, lowestAttr);
     r = linalg::PoolingNchwMaxOp::create(b, loc, TypeRange{init.getType()},
                                          ValueRange{x, window},
                                          ValueRange{init}, strides, dil)
@@ -361,27 +386,18 @@ LogicalResult lowerPool(NodeLowering &n, bool isMax) {
                                          ValueRange{x, window},
                                          ValueRange{init}, strides, dil)
             .getResult(0);
-    // Divisors are static: count each window's elements inside the input
-    // (or inside the explicitly padded input with count_include_pad).
+    // Divisors are static: count each window's elements inside the input,
+    // or inside the declared padding with count_include_pad (never the
+    // extra padding ceil mode adds).
     bool includePad = n.attrInt("count_include_pad", 0) != 0;
     Literal counts(n.dtype(0), {g.out[0], g.out[1]});
-    size_t off = is1d ? 1 : 0;
     for (int64_t oh = 0; oh < g.out[0]; ++oh)
       for (int64_t ow = 0; ow < g.out[1]; ++ow) {
         int64_t cnt[2];
         for (int d = 0; d < 2; ++d) {
           int64_t o = d == 0 ? oh : ow;
-          int64_t lo = 0, hi = spatial[d];
-          if (includePad && !(is1d && d == 0)) {
-            lo = -g.padLo[d];
-            hi = spatial[d] + explicitHi[spatial.size() - off + d - off];
-            hi = spatial[d] +
-                 (g.padHi[d] > 0
-                      ? std::min<int64_t>(
-                            g.padHi[d],
-                            explicitHi[(spatial.size() - off) + (d - off)])
-                      : 0);
-          }
+          int64_t lo = includePad ? -g.padLo[d] : 0;
+          int64_t hi = spatial[d] + (includePad ? g.declaredHi[d] : 0);
           int64_t c = 0;
           for (int64_t k = 0; k < g.kernel[d]; ++k) {
             int64_t pos = o * g.strides[d] - g.padLo[d] + k * g.dilations[d];
@@ -399,6 +415,14 @@ LogicalResult lowerPool(NodeLowering &n, bool isMax) {
                         [](OpBuilder &nb, Location l, ValueRange v) {
                           return (Value)arith::DivFOp::create(nb, l, v[0],
                                                               v[1]);
+                        });
+  }
+  if (widenUnsigned) {
+    Type i8 = b.getI8Type();
+    r = emitElementwise(b, loc, r, i8, shapeOf(r),
+                        [&](OpBuilder &nb, Location l, ValueRange v) {
+                          return (Value)arith::TruncIOp::create(nb, l, i8,
+                                                                v[0]);
                         });
   }
   if (is1d)

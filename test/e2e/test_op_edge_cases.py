@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Edge cases of op lowerings that the ONNX node tests do not reach, with
+expected values computed here by numpy."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+mcc = sys.argv[1]
+work = tempfile.mkdtemp(prefix="mcc-edge-")
+
+
+def run(nodes, inputs, outputs, feeds, name):
+    g = helper.make_graph(nodes, name, inputs, outputs)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    path = os.path.join(work, name + ".onnx")
+    onnx.save(m, path)
+    so, npz, out = path + ".so", path + ".in.npz", path + ".out.npz"
+    np.savez(npz, **feeds)
+    subprocess.run([mcc, "compile", path, "-o", so], check=True)
+    subprocess.run([mcc, "run", so, "--input", npz, "--output", out], check=True)
+    return np.load(out)
+
+
+# uint8 max pooling must compare unsigned (200 > 10, 255 > 0).
+x = np.array([[[[10, 200, 3, 4], [5, 6, 130, 8], [255, 0, 1, 2], [3, 4, 5, 128]]]], np.uint8)
+y = run([helper.make_node("MaxPool", ["X"], ["Y"], kernel_shape=[2, 2], strides=[2, 2])],
+        [helper.make_tensor_value_info("X", TensorProto.UINT8, [1, 1, 4, 4])],
+        [helper.make_tensor_value_info("Y", TensorProto.UINT8, None)], {"X": x}, "maxpool_u8")["Y"]
+assert np.array_equal(y, np.array([[[[200, 130], [255, 128]]]], np.uint8)), y
+
+# AveragePool, ceil mode with explicit padding and count_include_pad: the
+# divisor counts declared padding but not the extra ceil-mode padding.
+x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
+y = run([helper.make_node("AveragePool", ["X"], ["Y"], kernel_shape=[2, 2], strides=[2, 2],
+                          pads=[1, 1, 0, 0], ceil_mode=1, count_include_pad=1)],
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 1, 5, 5])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], {"X": x}, "avgpool_ceil")["Y"]
+padded = np.pad(x[0, 0], ((1, 0), (1, 0)))  # declared padding only
+exp = np.zeros((3, 3), np.float32)
+for i in range(3):
+    for j in range(3):
+        win = padded[2 * i: 2 * i + 2, 2 * j: 2 * j + 2]  # clipped by the array end
+        exp[i, j] = win.sum() / win.size
+assert y.shape == (1, 1, 3, 3) and np.allclose(y[0, 0], exp, rtol=1e-6), (y, exp)
+print("op edge cases: ok")
