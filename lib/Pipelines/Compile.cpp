@@ -40,6 +40,20 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
     return failure();
   }
   bool cuda = options.target == "cuda";
+  Location optionsLoc = UnknownLoc::get(&context);
+  if (failed(checkCpuName(options.cpu, optionsLoc)))
+    return failure();
+  if (cuda) {
+    llvm::StringRef arch = options.gpuArch;
+    unsigned sm = 0;
+    if (!arch.consume_front("sm_") || arch.consumeInteger(10, sm) ||
+        !(arch.empty() || arch == "a") || sm < 50) {
+      emitError(optionsLoc) << "--gpu-arch '" << options.gpuArch
+                            << "' is not an NVIDIA architecture of the form "
+                               "sm_NN (sm_80 for A100, sm_90 for H100/H200)";
+      return failure();
+    }
+  }
   if (!options.dumpIrDir.empty()) {
     if (auto ec = llvm::sys::fs::create_directories(options.dumpIrDir)) {
       emitError(UnknownLoc::get(&context))

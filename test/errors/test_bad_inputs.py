@@ -127,6 +127,12 @@ check("--shape for a non-input", compile_cmd(save(m, "symbolic2.onnx"), out, "--
       "--shape names 'Z', which is not a graph input", out)
 check("--shape with wrong rank", compile_cmd(save(m, "symbolic3.onnx"), out, "--shape", "X=2x4x1"),
       "gives 3 dims, the input has rank 2", out)
+m = simple_model([helper.make_node("Relu", ["X"], ["Y"])], [X], [Y])
+check("unknown --cpu", compile_cmd(save(m, "cpu.onnx"), out, "--cpu", "bogus"),
+      "--cpu 'bogus' is not a CPU LLVM knows", out)
+check("malformed --gpu-arch",
+      [args.mcc, "compile", save(m, "arch.onnx"), "-o", out, "--target", "cuda",
+       "--gpu-arch", "sm_xx"], "--gpu-arch 'sm_xx' is not an NVIDIA architecture", out)
 m = simple_model([helper.make_node("Relu", ["X"], ["Y"])], [X], [Y], opset=6)
 check("unsupported opset", compile_cmd(save(m, "opset6.onnx"), out),
       "opset 6 is not supported (supported: 7 to 23)", out)

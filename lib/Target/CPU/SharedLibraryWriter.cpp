@@ -24,6 +24,7 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/IR/Verifier.h"
+#include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
@@ -301,6 +302,26 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
 }
 
 } // namespace
+
+LogicalResult checkCpuName(llvm::StringRef cpu, Location loc) {
+  if (cpu.empty())
+    return success();
+  llvm::InitializeNativeTarget();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return emitError(loc) << "no LLVM target for " << triple.str() << ": "
+                          << error;
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      target->createMCSubtargetInfo(triple, "", ""));
+  if (!sti || !sti->isCPUStringValid(cpu))
+    return emitError(loc) << "--cpu '" << cpu
+                          << "' is not a CPU LLVM knows for " << triple.str()
+                          << " (e.g. x86-64-v3, x86-64-v4, skylake-avx512, "
+                             "znver4)";
+  return success();
+}
 
 LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
                                     const CpuTargetOptions &options,

@@ -29,6 +29,10 @@ mlir::LogicalResult writeCpuSharedLibrary(mlir::ModuleOp module,
                                           const CpuTargetOptions &options,
                                           llvm::StringRef outputPath);
 
+/// Fails with a message listing examples if LLVM does not know `cpu` for
+/// the host's target (LLVM would otherwise abort later).
+mlir::LogicalResult checkCpuName(llvm::StringRef cpu, mlir::Location loc);
+
 /// Registers the translations the writer needs (LLVM, OpenMP).
 void registerCpuTranslations(mlir::DialectRegistry &registry);
 
