@@ -194,7 +194,15 @@ GraphLowering::literalFromTensorProto(const onnx::TensorProto &t,
       emitError(loc) << "tensor '" << t.name() << "' has negative dim " << d;
       return failure();
     }
-  int64_t n = numElements(shape);
+  // Hostile dims must not overflow or allocate: 2^40 bytes is beyond any
+  // model this compiler handles.
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n) || n > (int64_t(1) << 40)) {
+      emitError(loc) << "tensor '" << t.name() << "' has an implausible shape "
+                     << formatShape(shape);
+      return failure();
+    }
   size_t esize = dtypeSize(dtype);
   size_t want = static_cast<size_t>(n) * esize;
   auto shortErr = [&](size_t have) {
@@ -217,6 +225,20 @@ GraphLowering::literalFromTensorProto(const onnx::TensorProto &t,
     std::vector<uint8_t> bytes(t.raw_data().begin(), t.raw_data().end());
     return Literal(dtype, shape, std::move(bytes));
   }
+  auto typedCount = [&]() -> int64_t {
+    switch (dtype) {
+    case kFloat:
+      return t.float_data_size();
+    case kDouble:
+      return t.double_data_size();
+    case kInt64:
+      return t.int64_data_size();
+    default:
+      return t.int32_data_size();
+    }
+  };
+  if (typedCount() != n)
+    return shortErr(static_cast<size_t>(typedCount()) * esize);
   Literal lit(dtype, shape);
   auto check = [&](int have) -> LogicalResult {
     if (have != n)

@@ -574,6 +574,11 @@ LogicalResult lowerConstantOfShape(NodeLowering &n) {
   if (!n.isLiteral(0))
     return n.fail("the shape must be known at compile time");
   Shape shape = n.literal(0).toInts();
+  int64_t count = 1;
+  for (int64_t d : shape)
+    if (d < 0 || __builtin_mul_overflow(count, d, &count) ||
+        count > (int64_t(1) << 34))
+      return n.fail("implausible shape " + formatShape(shape));
   Literal value(kFloat, {1});
   value.setF(0, 0.0);
   if (const auto *a = n.attr("value")) {
@@ -630,8 +635,10 @@ LogicalResult lowerRange(NodeLowering &n) {
          delta = n.literal(2).getAsDouble(0);
   if (delta == 0)
     return n.fail("delta is 0");
-  int64_t count = std::max<int64_t>(
-      0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
+  double steps = std::ceil((limit - start) / delta);
+  if (!(steps < double(int64_t(1) << 34)))
+    return n.fail("implausible length " + std::to_string(steps));
+  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(steps));
   Literal r(n.dtype(0), {count});
   for (int64_t i = 0; i < count; ++i)
     r.setFromDouble(i, start + i * delta);

@@ -101,6 +101,25 @@ m = simple_model([helper.make_node("MatMul", ["X", "W"], ["Y"])], [X], [Y], [w])
 check("initializer shorter than its shape", compile_cmd(save(m, "short.onnx"), out),
       "tensor 'W' holds 40 bytes of data, its shape [4x4] of float32 needs 64", out)
 
+huge = TensorProto()
+huge.name, huge.data_type = "W", TensorProto.FLOAT
+huge.dims.extend([1000000, 1000000, 1000000])  # 1e18 elements, no data
+m = simple_model([helper.make_node("Add", ["X", "W"], ["Y"])], [X], [Y], [huge])
+check("hostile initializer shape", compile_cmd(save(m, "huge.onnx"), out),
+      "tensor 'W' has an implausible shape", out)
+big = TensorProto()
+big.name, big.data_type = "W", TensorProto.FLOAT
+big.dims.extend([100000, 100000])  # 40 GB claimed, no data
+m = simple_model([helper.make_node("Add", ["X", "W"], ["Y"])], [X], [Y], [big])
+check("initializer claiming 40 GB with no data", compile_cmd(save(m, "big.onnx"), out),
+      "holds 0 bytes of data, its shape [100000x100000] of float32 needs 40000000000", out)
+shape = helper.make_tensor("S", TensorProto.INT64, [3], [100000, 100000, 100000])
+m = simple_model([helper.make_node("ConstantOfShape", ["S"], ["C"], name="fill"),
+                  helper.make_node("Add", ["X", "C"], ["Y"])], [X], [Y], [shape])
+check("hostile ConstantOfShape", compile_cmd(save(m, "cos.onnx"), out),
+      "node 'fill' (ConstantOfShape): implausible shape", out)
+
+
 def external_model(location):
     w = numpy_helper.from_array(np.ones((4, 4), np.float32), "W")
     w.data_location = TensorProto.EXTERNAL
