@@ -26,29 +26,49 @@ Value maxF(OpBuilder &b, Location l, ValueRange v) {
   return arith::MaximumFOp::create(b, l, v[0], v[1]);
 }
 
+/// The input of Softmax, LogSoftmax and Hardmax and the axis to work on:
+/// before opset 13 they coerce the input to 2-D at `axis` (default 1);
+/// from 13 on they work along one axis (default -1).
+struct SoftmaxFamilyInput {
+  Value x;
+  Shape shape;
+  int64_t axis;
+};
+
+FailureOr<SoftmaxFamilyInput> softmaxFamilyInput(NodeLowering &n) {
+  const Shape &full = n.shape(0);
+  int64_t fullRank = full.size();
+  int64_t axis =
+      normalizeAxis(n.attrInt("axis", n.opset() < 13 ? 1 : -1), fullRank);
+  if (axis < 0 || axis >= fullRank) {
+    (void)n.fail("axis out of range");
+    return failure();
+  }
+  SoftmaxFamilyInput input{n.value(0), full, axis};
+  if (n.opset() < 13) {
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < fullRank; ++d)
+      (d < axis ? outer : inner) *= full[d];
+    input.shape = {outer, inner};
+    input.x = emitReshape(n.builder(), n.loc(), input.x, input.shape);
+    input.axis = 1;
+  }
+  return input;
+}
+
 LogicalResult lowerSoftmax(NodeLowering &n, bool logSoftmax) {
   if (!isFloatDType(n.dtype(0)))
     return n.fail("input must be floating point");
   const Shape &origShape = n.shape(0);
-  int64_t origRank = origShape.size();
-  int64_t axis =
-      normalizeAxis(n.attrInt("axis", n.opset() < 13 ? 1 : -1), origRank);
-  if (axis < 0 || axis >= origRank)
-    return n.fail("axis out of range");
+  auto input = softmaxFamilyInput(n);
+  if (failed(input))
+    return failure();
   OpBuilder &b = n.builder();
   Location loc = n.loc();
   Type et = n.elementType(n.dtype(0));
-  Value x = n.value(0);
-  Shape in = origShape;
-  if (n.opset() < 13) {
-    // Before opset 13 the input is coerced to 2-D at `axis`.
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < origRank; ++d)
-      (d < axis ? outer : inner) *= origShape[d];
-    in = {outer, inner};
-    x = emitReshape(b, loc, x, in);
-    axis = 1;
-  }
+  Value x = input->x;
+  Shape in = input->shape;
+  int64_t axis = input->axis;
   Value mx = emitReduction(b, loc, x, {axis}, true,
                            b.getFloatAttr(et, -INFINITY), maxF);
   Value e =
@@ -333,24 +353,15 @@ LogicalResult lowerGatherND(NodeLowering &n) {
 /// Hardmax: 1 at the first maximum along the axis, 0 elsewhere.
 LogicalResult lowerHardmax(NodeLowering &n) {
   const Shape &orig = n.shape(0);
-  int64_t rank = orig.size();
-  int64_t axis =
-      normalizeAxis(n.attrInt("axis", n.opset() < 13 ? 1 : -1), rank);
-  if (axis < 0 || axis >= rank)
-    return n.fail("axis out of range");
+  auto input = softmaxFamilyInput(n);
+  if (failed(input))
+    return failure();
   OpBuilder &b = n.builder();
   Location loc = n.loc();
   Type et = n.elementType(n.dtype(0));
-  Value x = n.value(0);
-  Shape in = orig;
-  if (n.opset() < 13) {
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < rank; ++d)
-      (d < axis ? outer : inner) *= orig[d];
-    in = {outer, inner};
-    x = emitReshape(b, loc, x, in);
-    axis = 1;
-  }
+  Value x = input->x;
+  Shape in = input->shape;
+  int64_t axis = input->axis;
   int64_t r = in.size();
   MLIRContext *ctx = b.getContext();
   // First index of the maximum: reduce (max, argmax), then compare indices.
