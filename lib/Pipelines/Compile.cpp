@@ -43,6 +43,9 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
   Location optionsLoc = UnknownLoc::get(&context);
   if (failed(checkCpuName(options.cpu, optionsLoc)))
     return failure();
+  CompileOptions resolved = options;
+  if (!cuda)
+    resolved.cpuVectorBits = cpuVectorBits(options.cpu);
   if (cuda) {
     llvm::StringRef arch = options.gpuArch;
     unsigned sm = 0;
@@ -72,7 +75,7 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
       failed(dump(module, options.dumpIrDir, index, "import")))
     return failure();
   for (const PipelineStage &stage :
-       cuda ? cudaPipelineStages(options) : cpuPipelineStages(options)) {
+       cuda ? cudaPipelineStages(resolved) : cpuPipelineStages(resolved)) {
     ++index;
     PassManager pm(&context);
     pm.enableVerifier(true);

@@ -21,7 +21,8 @@ struct StageText {
 
 const StageText kCpuStages[] = {
     {"mcc-cpu-fuse", "canonicalize and fuse elementwise producers/consumers",
-     "canonicalize,cse,func.func(mcc-fuse-elementwise),canonicalize,cse"},
+     "canonicalize,cse,func.func(mcc-conv-to-matmul),canonicalize,"
+     "func.func(mcc-fuse-elementwise),canonicalize,cse"},
     {"mcc-cpu-tile",
      "tile ops into parallel scf.forall tiles; reorder contraction loops",
      "func.func(mcc-tile-for-cpu),canonicalize,cse,"
@@ -35,11 +36,13 @@ const StageText kCpuStages[] = {
      "canonicalize"},
     {"mcc-cpu-loops",
      "linalg to loops; tile loops become OpenMP worksharing loops",
-     "func.func(mcc-strided-copy-to-linalg),convert-linalg-to-loops,scf-forall-"
+     "func.func(mcc-strided-copy-to-linalg),func.func(mcc-register-tile-"
+     "matmul),convert-linalg-to-loops,scf-forall-"
      "to-parallel,convert-scf-to-openmp,"
      "canonicalize,cse"},
     {"mcc-cpu-to-llvm", "lower every remaining dialect to LLVM",
-     "expand-strided-metadata,lower-affine,finalize-memref-to-llvm,"
+     "expand-strided-metadata,lower-affine,convert-vector-to-llvm,"
+     "finalize-memref-to-llvm,"
      "convert-math-to-funcs{convert-ctlz=false},convert-math-to-llvm,"
      "convert-math-to-libm,convert-scf-to-cf,convert-openmp-to-llvm,"
      "convert-func-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"
@@ -89,10 +92,22 @@ std::vector<PipelineStage> cudaPipelineStages(const CompileOptions &options) {
   return stages;
 }
 
-std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &) {
+std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &options) {
   std::vector<PipelineStage> stages;
-  for (const StageText &s : kCpuStages)
-    stages.push_back(textStage(s.name, s.summary, s.pipeline));
+  for (const StageText &s : kCpuStages) {
+    std::string text = s.pipeline;
+    // Register blocks for the target's vector width: 8x32 floats in 16 of
+    // AVX-512's 32 zmm registers, 6x16 in 12 of AVX2's 16 ymm registers.
+    if (options.cpuVectorBits < 512) {
+      std::string kernel = "mcc-register-tile-matmul";
+      size_t at = text.find(kernel);
+      if (at != std::string::npos)
+        text.insert(at + kernel.size(),
+                    options.cpuVectorBits == 256 ? "{rows=6 lanes=8}"
+                                                 : "{rows=4 lanes=4}");
+    }
+    stages.push_back(textStage(s.name, s.summary, text));
+  }
   return stages;
 }
 

@@ -17,11 +17,14 @@ namespace {
 
 /// New loop order (old loop indices) that ends on a unit-stride output dim.
 std::optional<SmallVector<unsigned>> innerParallelOrder(Operation *op) {
+  // f32 matmuls stay named for mcc-register-tile-matmul.
+  auto lop = cast<linalg::LinalgOp>(op);
+  bool f32 = getElementTypeOrSelf(lop.getDpsInits()[0].getType()).isF32();
   // matmul (m, n, k) -> (m, k, n)
-  if (isa<linalg::MatmulOp>(op))
+  if (isa<linalg::MatmulOp>(op) && !f32)
     return SmallVector<unsigned>{0, 2, 1};
   // batch_matmul (b, m, n, k) -> (b, m, k, n)
-  if (isa<linalg::BatchMatmulOp>(op))
+  if (isa<linalg::BatchMatmulOp>(op) && !f32)
     return SmallVector<unsigned>{0, 1, 3, 2};
   // conv nchw_fchw (n, f, oh, ow, c, kh, kw) -> (n, f, c, kh, kw, oh, ow)
   if (isa<linalg::Conv2DNchwFchwOp>(op))

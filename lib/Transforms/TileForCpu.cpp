@@ -37,6 +37,40 @@ SmallVector<int64_t> chooseTileSizes(linalg::LinalgOp op, int64_t target) {
   return sizes;
 }
 
+/// Matrix products tile over (batch, m, n) in blocks that are whole
+/// register blocks of mcc-register-tile-matmul (8 rows, 32 columns) and
+/// large enough to reuse what they load: at most 64 x 256, shrunk while
+/// there are fewer than `minTiles` tiles to share among threads.
+SmallVector<int64_t> chooseMatmulTileSizes(linalg::LinalgOp op,
+                                           int64_t minTiles) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  size_t batch = ranges.size() - 3;
+  int64_t M = ranges[batch], N = ranges[batch + 1];
+  auto roundUp = [](int64_t v, int64_t m) { return (v + m - 1) / m * m; };
+  int64_t mTile = std::min<int64_t>(roundUp(M, 8), 64);
+  int64_t nTile = std::min<int64_t>(roundUp(N, 32), 256);
+  int64_t batchTiles = 1;
+  for (size_t i = 0; i < batch; ++i)
+    batchTiles *= ranges[i];
+  auto tiles = [&] {
+    return batchTiles * ((M + mTile - 1) / mTile) * ((N + nTile - 1) / nTile);
+  };
+  while (tiles() < minTiles) {
+    if (nTile > 64)
+      nTile = roundUp(nTile / 2, 32);
+    else if (mTile > 16)
+      mTile = roundUp(mTile / 2, 8);
+    else
+      break;
+  }
+  SmallVector<int64_t> sizes(ranges.size(), 0);
+  for (size_t i = 0; i < batch; ++i)
+    sizes[i] = 1;
+  sizes[batch] = mTile < M ? mTile : 0;
+  sizes[batch + 1] = nTile < N ? nTile : 0;
+  return sizes;
+}
+
 int64_t outputElements(linalg::LinalgOp op) {
   int64_t n = 1;
   for (Value v : op.getDpsInits()) {
@@ -63,7 +97,10 @@ struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
           candidates.push_back(lop);
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : candidates) {
-      SmallVector<int64_t> sizes = chooseTileSizes(op, targetTiles);
+      bool product = isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) &&
+                     !llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic);
+      SmallVector<int64_t> sizes = product ? chooseMatmulTileSizes(op, 8)
+                                           : chooseTileSizes(op, targetTiles);
       if (llvm::all_of(sizes, [](int64_t s) { return s == 0; }))
         continue;
       scf::SCFTilingOptions tiling;

@@ -5,13 +5,15 @@
 
 // TILE-LABEL: func.func @forward
 // TILE: scf.forall
-// TILE: linalg.generic {{.*}}iterator_types = ["parallel", "reduction", "parallel"]
+// TILE: linalg.matmul
 // TILE: scf.forall
 // TILE: math.erf
 
 // CHECK-LABEL: llvm.func @forward
 // CHECK: omp.parallel
 // CHECK: omp.wsloop
+// The matmul's register block: 8 rows x 2 vectors of multiply-adds.
+// CHECK-COUNT-16: llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // CHECK: llvm.call @erff
 // CHECK-NOT: linalg.
 // CHECK-NOT: memref.

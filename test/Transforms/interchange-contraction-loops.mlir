@@ -1,22 +1,33 @@
 // RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-interchange-contraction-loops))' --verify-each | FileCheck %s
 
-// matmul (m, n, k) becomes a generic iterating (m, k, n): the innermost loop
-// walks a row of C and B with unit stride.
+// A non-f32 matmul (m, n, k) becomes a generic iterating (m, k, n): the
+// innermost loop walks a row of C and B with unit stride. f32 products stay
+// named for mcc-register-tile-matmul.
 // CHECK-DAG: #[[A:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
 // CHECK-DAG: #[[B:.*]] = affine_map<(d0, d1, d2) -> (d1, d2)>
 // CHECK-DAG: #[[C:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
 // CHECK-LABEL: func.func @matmul
 // CHECK: linalg.generic {indexing_maps = [#[[A]], #[[B]], #[[C]]], iterator_types = ["parallel", "reduction", "parallel"]}
-func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<4x16xf32>) -> tensor<4x16xf32> {
+func.func @matmul(%a: tensor<4x8xi32>, %b: tensor<8x16xi32>, %c: tensor<4x16xi32>) -> tensor<4x16xi32> {
+  %m = linalg.matmul ins(%a, %b : tensor<4x8xi32>, tensor<8x16xi32>) outs(%c : tensor<4x16xi32>) -> tensor<4x16xi32>
+  return %m : tensor<4x16xi32>
+}
+
+// CHECK-LABEL: func.func @matmul_f32
+// CHECK: linalg.matmul
+// CHECK: linalg.batch_matmul
+func.func @matmul_f32(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<4x16xf32>,
+                      %x: tensor<2x4x8xf32>, %y: tensor<2x8x16xf32>, %z: tensor<2x4x16xf32>) -> (tensor<4x16xf32>, tensor<2x4x16xf32>) {
   %m = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%c : tensor<4x16xf32>) -> tensor<4x16xf32>
-  return %m : tensor<4x16xf32>
+  %n = linalg.batch_matmul ins(%x, %y : tensor<2x4x8xf32>, tensor<2x8x16xf32>) outs(%z : tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
+  return %m, %n : tensor<4x16xf32>, tensor<2x4x16xf32>
 }
 
 // CHECK-LABEL: func.func @batch_matmul
 // CHECK: iterator_types = ["parallel", "parallel", "reduction", "parallel"]
-func.func @batch_matmul(%a: tensor<2x4x8xf32>, %b: tensor<2x8x16xf32>, %c: tensor<2x4x16xf32>) -> tensor<2x4x16xf32> {
-  %m = linalg.batch_matmul ins(%a, %b : tensor<2x4x8xf32>, tensor<2x8x16xf32>) outs(%c : tensor<2x4x16xf32>) -> tensor<2x4x16xf32>
-  return %m : tensor<2x4x16xf32>
+func.func @batch_matmul(%a: tensor<2x4x8xf64>, %b: tensor<2x8x16xf64>, %c: tensor<2x4x16xf64>) -> tensor<2x4x16xf64> {
+  %m = linalg.batch_matmul ins(%a, %b : tensor<2x4x8xf64>, tensor<2x8x16xf64>) outs(%c : tensor<2x4x16xf64>) -> tensor<2x4x16xf64>
+  return %m : tensor<2x4x16xf64>
 }
 
 // Convolution: output width last, reductions (c, kh, kw) before it.

@@ -16,6 +16,8 @@ struct CompileOptions {
   std::string target = "cpu";
   /// CPU name for codegen (e.g. "x86-64-v3", "skylake-avx512"); empty: host.
   std::string cpu;
+  /// Vector register width of that CPU in bits; picks the matmul kernel.
+  unsigned cpuVectorBits = 512;
   /// NVIDIA architecture for --target cuda (sm_90 for H100/H200).
   std::string gpuArch = "sm_90";
   /// "embedded", "external" or "auto" (external past 512 MiB of weights).

@@ -117,4 +117,44 @@ def GpuLibraryCalls : Pass<"mcc-gpu-library-calls", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::func::FuncDialect", "mlir::memref::MemRefDialect"];
 }
 
+def ConvToMatmul : Pass<"mcc-conv-to-matmul", "mlir::func::FuncOp"> {
+  let summary = "NCHW convolutions as an im2col copy and a matrix product";
+  let description = [{
+    linalg.conv_2d_nchw_fchw and linalg.conv_2d_ngchw_gfchw (static shapes,
+    accumulator from linalg.fill) become col = im2col(x) of shape
+    [(G,) C*KH*KW, N*OH*OW] and W[(G,) F, C*KH*KW] x col as linalg.matmul
+    (linalg.batch_matmul over groups), reshaped (N = 1) or transposed back to
+    NCHW. A 1x1, stride-1 convolution of one image needs no copy. The
+    product then runs through the register-tiled CPU kernel or cuBLAS.
+    Depthwise convolutions are left alone: their products have K = KH*KW.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
+def RegisterTileMatmul
+    : Pass<"mcc-register-tile-matmul", "mlir::func::FuncOp"> {
+  let summary = "f32 matmuls on buffers as register-blocked vector kernels";
+  let description = [{
+    Each buffer-level f32 linalg.matmul and linalg.batch_matmul whose B and
+    C are unit-stride in their last dim becomes scf loops around a
+    microkernel: `rows` x (`vectors` * `lanes`) accumulators of C stay in
+    vector registers (scf.for iter_args) while the kernel walks a block of
+    `k-block` steps of K, each step one vector load of B per vector and one
+    broadcast of A per row into vector.fma. Leftover rows run one at a
+    time; leftover columns use masked loads and stores. Defaults fit
+    AVX-512 (32 registers of 16 floats); AVX2 uses rows=6 lanes=8.
+  }];
+  let options = [
+    Option<"rows", "rows", "int64_t", "8", "Rows of C per register block">,
+    Option<"vectors", "vectors", "int64_t", "2",
+           "Vectors of C per row in a register block">,
+    Option<"lanes", "lanes", "int64_t", "16", "f32 lanes per vector">,
+    Option<"kBlock", "k-block", "int64_t", "256",
+           "Steps of K per pass over a block of C">,
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
+                           "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
+}
+
 #endif // MCC_TRANSFORMS_PASSES

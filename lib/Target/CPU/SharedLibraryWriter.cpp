@@ -323,6 +323,26 @@ LogicalResult checkCpuName(llvm::StringRef cpu, Location loc) {
   return success();
 }
 
+unsigned cpuVectorBits(llvm::StringRef cpu) {
+  if (cpu.empty()) {
+    llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+    return host.lookup("avx512f") ? 512 : host.lookup("avx2") ? 256 : 128;
+  }
+  llvm::InitializeNativeTarget();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return 128;
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      target->createMCSubtargetInfo(triple, cpu, ""));
+  if (!sti)
+    return 128;
+  return sti->checkFeatures("+avx512f") ? 512
+         : sti->checkFeatures("+avx2")  ? 256
+                                        : 128;
+}
+
 LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
                                     const CpuTargetOptions &options,
                                     llvm::StringRef outputPath) {

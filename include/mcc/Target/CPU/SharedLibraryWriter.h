@@ -33,6 +33,10 @@ mlir::LogicalResult writeCpuSharedLibrary(mlir::ModuleOp module,
 /// the host's target (LLVM would otherwise abort later).
 mlir::LogicalResult checkCpuName(llvm::StringRef cpu, mlir::Location loc);
 
+/// Widest vector registers (bits) of `cpu` (empty: this host): 512 with
+/// AVX-512F, 256 with AVX2, else 128.
+unsigned cpuVectorBits(llvm::StringRef cpu);
+
 /// Registers the translations the writer needs (LLVM, OpenMP).
 void registerCpuTranslations(mlir::DialectRegistry &registry);
 

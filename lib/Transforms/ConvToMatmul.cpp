@@ -1,0 +1,215 @@
+//===- ConvToMatmul.cpp - NCHW convolutions as im2col + matrix products ---===//
+//
+// A convolution is a matrix product once its input windows are laid out as
+// columns: out[f, (n,oh,ow)] = sum_(c,kh,kw) W[f, (c,kh,kw)] *
+// col[(c,kh,kw), (n,oh,ow)]. The column buffer is one affine copy (a 1x1
+// convolution of one image needs none), and the product then runs through
+// the same matmul code as the transformers: the CPU register-tiled kernel
+// or cuBLAS on the GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mcc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mcc {
+#define GEN_PASS_DEF_CONVTOMATMUL
+#include "mcc/Transforms/Passes.h.inc"
+} // namespace mcc
+
+using namespace mlir;
+
+namespace {
+
+/// The fill value of `init` when it is a linalg.fill result, else null.
+Value fillValue(Value init) {
+  if (auto fill = init.getDefiningOp<linalg::FillOp>())
+    return fill.value();
+  return {};
+}
+
+Value filled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type et,
+             Value value) {
+  Value empty = tensor::EmptyOp::create(b, loc, shape, et);
+  return linalg::FillOp::create(b, loc, value, empty).getResult(0);
+}
+
+/// Reassociation that groups consecutive dims by the given group sizes.
+SmallVector<ReassociationIndices> groups(ArrayRef<int64_t> sizes) {
+  SmallVector<ReassociationIndices> r;
+  int64_t next = 0;
+  for (int64_t s : sizes) {
+    ReassociationIndices g;
+    for (int64_t i = 0; i < s; ++i)
+      g.push_back(next++);
+    r.push_back(g);
+  }
+  return r;
+}
+
+/// Geometry shared by the plain and the grouped form. `G` is 1 for the plain
+/// form (and then no group dim appears in any tensor).
+struct ConvShape {
+  int64_t N, G, C, H, W, F, KH, KW, OH, OW;
+  int64_t sh, sw, dh, dw;
+  bool grouped;
+};
+
+/// col[(g,) c, kh, kw, n, oh, ow] = x[n, (g,) c, oh*sh + kh*dh, ow*sw + kw*dw]
+/// collapsed to [(G,) C*KH*KW, N*OH*OW]. A 1x1, stride-1 convolution of a
+/// single image is a reshape of the input instead of a copy.
+Value im2col(OpBuilder &b, Location loc, Value x, const ConvShape &s) {
+  Type et = cast<RankedTensorType>(x.getType()).getElementType();
+  int64_t g = s.grouped ? 1 : 0;
+  if (s.N == 1 && s.KH == 1 && s.KW == 1 && s.sh == 1 && s.sw == 1 &&
+      s.H == s.OH && s.W == s.OW) {
+    // [1, (G,) C, H, W] -> [(G,) C, H*W]
+    SmallVector<int64_t> shape;
+    if (s.grouped)
+      shape.push_back(s.G);
+    shape.append({s.C, s.H * s.W});
+    SmallVector<ReassociationIndices> re =
+        s.grouped ? groups({2, 1, 2}) : groups({2, 2});
+    return tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get(shape, et), x, re);
+  }
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = 6 + g;
+  // Loop dims: (g,) c, kh, kw, n, oh, ow.
+  auto d = [&](unsigned i) { return getAffineDimExpr(i + g, ctx); };
+  SmallVector<AffineExpr> in = {d(3)};
+  if (s.grouped)
+    in.push_back(getAffineDimExpr(0, ctx));
+  in.append({d(0), d(4) * s.sh + d(1) * s.dh, d(5) * s.sw + d(2) * s.dw});
+  AffineMap inMap = AffineMap::get(rank, 0, in, ctx);
+  AffineMap outMap = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  SmallVector<int64_t> colShape;
+  if (s.grouped)
+    colShape.push_back(s.G);
+  colShape.append({s.C, s.KH, s.KW, s.N, s.OH, s.OW});
+  Value empty = tensor::EmptyOp::create(b, loc, colShape, et);
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  Value col = linalg::GenericOp::create(
+                  b, loc, TypeRange{empty.getType()}, ValueRange{x},
+                  ValueRange{empty}, ArrayRef<AffineMap>{inMap, outMap}, iters,
+                  [](OpBuilder &nb, Location l, ValueRange args) {
+                    linalg::YieldOp::create(nb, l, args[0]);
+                  })
+                  .getResult(0);
+  SmallVector<int64_t> flat;
+  if (s.grouped)
+    flat.push_back(s.G);
+  flat.append({s.C * s.KH * s.KW, s.N * s.OH * s.OW});
+  SmallVector<ReassociationIndices> re =
+      s.grouped ? groups({1, 3, 3}) : groups({3, 3});
+  return tensor::CollapseShapeOp::create(
+      b, loc, RankedTensorType::get(flat, et), col, re);
+}
+
+/// Rewrites one convolution; `x` is [N, (G,) C, H, W], `w` [(G,) F, C, KH,
+/// KW] and the result [N, (G,) F, OH, OW].
+LogicalResult rewrite(RewriterBase &rw, linalg::LinalgOp conv, Value x,
+                      Value w, ConvShape s, ArrayRef<int64_t> strides,
+                      ArrayRef<int64_t> dilations) {
+  Value init = conv.getDpsInits()[0];
+  Value fill = fillValue(init);
+  auto outType = cast<RankedTensorType>(init.getType());
+  Type et = outType.getElementType();
+  if (!fill || !outType.hasStaticShape() || !isa<FloatType>(et) ||
+      !cast<RankedTensorType>(x.getType()).hasStaticShape() ||
+      !cast<RankedTensorType>(w.getType()).hasStaticShape())
+    return failure();
+  s.sh = strides[0];
+  s.sw = strides[1];
+  s.dh = dilations[0];
+  s.dw = dilations[1];
+  Location loc = conv.getLoc();
+  rw.setInsertionPoint(conv);
+  Value col = im2col(rw, loc, x, s);
+  int64_t ckk = s.C * s.KH * s.KW, np = s.N * s.OH * s.OW;
+  SmallVector<int64_t> wShape, prodShape;
+  if (s.grouped) {
+    wShape.push_back(s.G);
+    prodShape.push_back(s.G);
+  }
+  wShape.append({s.F, ckk});
+  prodShape.append({s.F, np});
+  Value wm = tensor::CollapseShapeOp::create(
+      rw, loc, RankedTensorType::get(wShape, et), w,
+      s.grouped ? groups({1, 1, 3}) : groups({1, 3}));
+  Value acc = filled(rw, loc, prodShape, et, fill);
+  Value prod =
+      s.grouped
+          ? linalg::BatchMatmulOp::create(rw, loc, ValueRange{wm, col},
+                                          ValueRange{acc})
+                .getResult(0)
+          : linalg::MatmulOp::create(rw, loc, ValueRange{wm, col},
+                                     ValueRange{acc})
+                .getResult(0);
+  // [(G,) F, N*OH*OW] -> [(G,) F, N, OH, OW]
+  SmallVector<int64_t> split(prodShape.begin(), prodShape.end() - 1);
+  split.append({s.N, s.OH, s.OW});
+  Value r = tensor::ExpandShapeOp::create(
+      rw, loc, RankedTensorType::get(split, et), prod,
+      s.grouped ? groups({1, 1, 3}) : groups({1, 3}));
+  Value result;
+  if (s.N == 1) {
+    // A leading unit dim moves for free: collapse it away, expand it back.
+    SmallVector<int64_t> noN(split);
+    noN.erase(noN.end() - 3);
+    Value flat = tensor::CollapseShapeOp::create(
+        rw, loc, RankedTensorType::get(noN, et), r,
+        s.grouped ? groups({1, 2, 1, 1}) : groups({2, 1, 1}));
+    result = tensor::ExpandShapeOp::create(
+        rw, loc, outType, flat,
+        s.grouped ? groups({2, 1, 1, 1}) : groups({2, 1, 1}));
+  } else {
+    SmallVector<int64_t> perm = s.grouped ? SmallVector<int64_t>{2, 0, 1, 3, 4}
+                                          : SmallVector<int64_t>{1, 0, 2, 3};
+    Value empty = tensor::EmptyOp::create(rw, loc, outType.getShape(), et);
+    result = linalg::TransposeOp::create(rw, loc, r, empty, perm).getResult()[0];
+  }
+  rw.replaceOp(conv, result);
+  return success();
+}
+
+SmallVector<int64_t> ints(DenseIntElementsAttr a) {
+  return llvm::to_vector(a.getValues<int64_t>());
+}
+
+struct ConvToMatmulPass : mcc::impl::ConvToMatmulBase<ConvToMatmulPass> {
+  void runOnOperation() override {
+    SmallVector<linalg::LinalgOp> convs;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (isa<linalg::Conv2DNchwFchwOp, linalg::Conv2DNgchwGfchwOp>(op))
+        convs.push_back(op);
+    });
+    IRRewriter rw(&getContext());
+    for (linalg::LinalgOp op : convs) {
+      Value x = op.getDpsInputs()[0], w = op.getDpsInputs()[1];
+      auto xs = cast<ShapedType>(x.getType()).getShape();
+      auto ws = cast<ShapedType>(w.getType()).getShape();
+      auto os = cast<ShapedType>(op.getDpsInits()[0].getType()).getShape();
+      if (auto c = dyn_cast<linalg::Conv2DNchwFchwOp>(op.getOperation())) {
+        ConvShape s{xs[0], 1,     xs[1], xs[2], xs[3], ws[0], ws[2],
+                    ws[3], os[2], os[3], 0,     0,     0,     0,
+                    false};
+        (void)rewrite(rw, op, x, w, s, ints(c.getStrides()),
+                      ints(c.getDilations()));
+      } else {
+        auto g = cast<linalg::Conv2DNgchwGfchwOp>(op.getOperation());
+        ConvShape s{xs[0], xs[1], xs[2], xs[3], xs[4], ws[1], ws[3],
+                    ws[4], os[3], os[4], 0,     0,     0,     0,
+                    true};
+        (void)rewrite(rw, op, x, w, s, ints(g.getStrides()),
+                      ints(g.getDilations()));
+      }
+    }
+  }
+};
+
+} // namespace

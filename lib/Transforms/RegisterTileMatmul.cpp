@@ -1,0 +1,254 @@
+//===- RegisterTileMatmul.cpp - f32 matmuls as register-blocked kernels ---===//
+//
+// A buffer-level linalg.matmul / batch_matmul C += A * B becomes loops around
+// a microkernel that keeps a rows x (vectors * lanes) block of C in vector
+// registers while it walks K: each step loads one row segment of B, and
+// broadcasts one element of A per row into a fused multiply-add. K is split
+// into blocks, and each block's B panel (k-block x columns of one register
+// block) is first copied to a contiguous stack buffer that stays in L1 and
+// serves every row block.
+// Leftover rows run one at a time; leftover columns use masked loads and
+// stores.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mcc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mcc {
+#define GEN_PASS_DEF_REGISTERTILEMATMUL
+#include "mcc/Transforms/Passes.h.inc"
+} // namespace mcc
+
+using namespace mlir;
+
+namespace {
+
+struct KernelShape {
+  int64_t rows, vectors, lanes, kBlock;
+};
+
+/// Emits the loops for C[batch..., m, n] += A[batch..., m, k] * B[batch...,
+/// k, n] with the leading `batch` indices fixed.
+class MatmulEmitter {
+public:
+  MatmulEmitter(OpBuilder &b, Location loc, Value a, Value bm, Value c,
+                ValueRange batch, KernelShape shape)
+      : b(b), loc(loc), a(a), bm(bm), c(c), batch(batch), shape(shape) {
+    vecType = VectorType::get({shape.lanes}, b.getF32Type());
+    maskType = VectorType::get({shape.lanes}, b.getI1Type());
+  }
+
+  void emit() {
+    // The packed B panel lives on the stack of the thread that runs this
+    // tile; the scope returns it when the product is done.
+    auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
+    Block *body = b.createBlock(&scope.getBodyRegion());
+    b.setInsertionPointToStart(body);
+    int64_t nr = shape.vectors * shape.lanes;
+    pack = memref::AllocaOp::create(
+        b, loc, MemRefType::get({shape.kBlock, nr}, b.getF32Type()));
+    unsigned r = cast<MemRefType>(c.getType()).getRank();
+    Value M = memref::DimOp::create(b, loc, c, r - 2);
+    Value N = memref::DimOp::create(b, loc, c, r - 1);
+    Value K = memref::DimOp::create(b, loc, a, r - 1);
+    Value mFull = roundDown(M, shape.rows);
+    Value nFull = roundDown(N, nr);
+    forLoop(idx(0), K, shape.kBlock, [&](Value k0) {
+      Value kEnd = arith::MinSIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, k0, idx(shape.kBlock)), K);
+      // Full column blocks, then the masked remainder.
+      forLoop(idx(0), nFull, nr, [&](Value n0) {
+        packPanel(k0, kEnd, n0, Value());
+        rowBlocks(mFull, M, k0, kEnd, n0, Value());
+      });
+      Value hasRest =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, nFull, N);
+      scf::IfOp::create(b, loc, hasRest, [&](OpBuilder &, Location) {
+        Value rest = arith::SubIOp::create(b, loc, N, nFull);
+        packPanel(k0, kEnd, nFull, rest);
+        rowBlocks(mFull, M, k0, kEnd, nFull, rest);
+        scf::YieldOp::create(b, loc);
+      });
+    });
+    memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
+    b.setInsertionPointAfter(scope);
+  }
+
+private:
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+
+  Value roundDown(Value v, int64_t m) {
+    Value rem = arith::RemUIOp::create(b, loc, v, idx(m));
+    return arith::SubIOp::create(b, loc, v, rem);
+  }
+
+  void forLoop(Value lo, Value hi, int64_t step,
+               llvm::function_ref<void(Value)> body) {
+    scf::ForOp::create(b, loc, lo, hi, idx(step), ValueRange{},
+                       [&](OpBuilder &, Location, Value iv, ValueRange) {
+                         body(iv);
+                         scf::YieldOp::create(b, loc);
+                       });
+  }
+
+  /// Copies B[k0:kEnd, n0:n0+nr] into the contiguous panel, zero-filling
+  /// columns past `cols`: B rows are far apart in memory (often a multiple
+  /// of 4 KiB, so they collide in the same L1 sets), the panel's are not.
+  void packPanel(Value k0, Value kEnd, Value n0, Value cols) {
+    forLoop(k0, kEnd, 1, [&](Value k) {
+      Value row = arith::SubIOp::create(b, loc, k, k0);
+      for (int64_t j = 0; j < shape.vectors; ++j)
+        vector::StoreOp::create(b, loc, load(bm, k, n0, cols, j), pack,
+                                ValueRange{row, idx(j * shape.lanes)});
+    });
+  }
+
+  void rowBlocks(Value mFull, Value M, Value k0, Value kEnd, Value n0,
+                 Value cols) {
+    forLoop(idx(0), mFull, shape.rows, [&](Value m0) {
+      kernel(shape.rows, m0, n0, cols, k0, kEnd);
+    });
+    forLoop(mFull, M, 1, [&](Value m0) { kernel(1, m0, n0, cols, k0, kEnd); });
+  }
+
+  SmallVector<Value> at(ValueRange tail) {
+    SmallVector<Value> i(batch.begin(), batch.end());
+    i.append(tail.begin(), tail.end());
+    return i;
+  }
+
+  /// Mask for vector `j` of a partial column block with `cols` columns.
+  Value mask(Value cols, int64_t j) {
+    Value left = arith::SubIOp::create(b, loc, cols, idx(j * shape.lanes));
+    return vector::CreateMaskOp::create(b, loc, maskType, ValueRange{left});
+  }
+
+  Value load(Value mem, Value row, Value col, Value cols, int64_t j) {
+    Value colJ = arith::AddIOp::create(b, loc, col, idx(j * shape.lanes));
+    if (!cols)
+      return vector::LoadOp::create(b, loc, vecType, mem, at({row, colJ}));
+    Value zero = arith::ConstantOp::create(
+        b, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
+    return vector::MaskedLoadOp::create(b, loc, vecType, mem, at({row, colJ}),
+                                        mask(cols, j), zero);
+  }
+
+  void store(Value v, Value row, Value col, Value cols, int64_t j) {
+    Value colJ = arith::AddIOp::create(b, loc, col, idx(j * shape.lanes));
+    if (!cols)
+      vector::StoreOp::create(b, loc, v, c, at({row, colJ}));
+    else
+      vector::MaskedStoreOp::create(b, loc, c, at({row, colJ}),
+                                    mask(cols, j), v);
+  }
+
+  /// rows x vectors accumulators live across the K loop as iter_args.
+  void kernel(int64_t rows, Value m0, Value n0, Value cols, Value k0,
+              Value kEnd) {
+    SmallVector<Value> rowIdx;
+    for (int64_t i = 0; i < rows; ++i)
+      rowIdx.push_back(i ? arith::AddIOp::create(b, loc, m0, idx(i)) : m0);
+    SmallVector<Value> acc;
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < shape.vectors; ++j)
+        acc.push_back(load(c, rowIdx[i], n0, cols, j));
+    auto loop = scf::ForOp::create(
+        b, loc, k0, kEnd, idx(1), acc,
+        [&](OpBuilder &, Location, Value k, ValueRange in) {
+          SmallVector<Value> bv, out;
+          Value row = arith::SubIOp::create(b, loc, k, k0);
+          for (int64_t j = 0; j < shape.vectors; ++j)
+            bv.push_back(vector::LoadOp::create(
+                b, loc, vecType, pack, ValueRange{row, idx(j * shape.lanes)}));
+          for (int64_t i = 0; i < rows; ++i) {
+            Value s = memref::LoadOp::create(b, loc, a, at({rowIdx[i], k}));
+            Value sv = vector::BroadcastOp::create(b, loc, vecType, s);
+            for (int64_t j = 0; j < shape.vectors; ++j)
+              out.push_back(vector::FMAOp::create(
+                  b, loc, sv, bv[j], in[i * shape.vectors + j]));
+          }
+          scf::YieldOp::create(b, loc, out);
+        });
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < shape.vectors; ++j)
+        store(loop.getResult(i * shape.vectors + j), rowIdx[i], n0, cols, j);
+  }
+
+  OpBuilder &b;
+  Location loc;
+  Value a, bm, c, pack;
+  ValueRange batch;
+  KernelShape shape;
+  VectorType vecType, maskType;
+};
+
+/// The kernel reads B and C rows as vectors: their last dim must be
+/// unit-stride.
+bool unitInnerStride(Value v) {
+  auto t = dyn_cast<MemRefType>(v.getType());
+  if (!t || !t.getElementType().isF32())
+    return false;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(t.getStridesAndOffset(strides, offset)))
+    return false;
+  return !strides.empty() && strides.back() == 1;
+}
+
+struct RegisterTileMatmulPass
+    : mcc::impl::RegisterTileMatmulBase<RegisterTileMatmulPass> {
+  using RegisterTileMatmulBase::RegisterTileMatmulBase;
+
+  void runOnOperation() override {
+    SmallVector<linalg::LinalgOp> ops;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
+          !op.hasPureBufferSemantics())
+        return;
+      // Only the default (non-transposing, non-broadcasting) maps.
+      if (auto mm = dyn_cast<linalg::MatmulOp>(op.getOperation()))
+        if (mm.hasUserDefinedMaps())
+          return;
+      if (auto bmm = dyn_cast<linalg::BatchMatmulOp>(op.getOperation()))
+        if (bmm.hasUserDefinedMaps())
+          return;
+      Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1],
+            c = op.getDpsInits()[0];
+      if (isa<MemRefType>(a.getType()) &&
+          cast<MemRefType>(a.getType()).getElementType().isF32() &&
+          unitInnerStride(bm) && unitInnerStride(c))
+        ops.push_back(op);
+    });
+    KernelShape shape{rows, vectors, lanes, kBlock};
+    for (linalg::LinalgOp op : ops) {
+      OpBuilder b(op);
+      Location loc = op.getLoc();
+      Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1],
+            c = op.getDpsInits()[0];
+      if (isa<linalg::MatmulOp>(op)) {
+        MatmulEmitter(b, loc, a, bm, c, ValueRange{}, shape).emit();
+      } else {
+        Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+        Value one = arith::ConstantIndexOp::create(b, loc, 1);
+        Value batch = memref::DimOp::create(b, loc, c, 0);
+        scf::ForOp::create(b, loc, zero, batch, one, ValueRange{},
+                           [&](OpBuilder &nb, Location l, Value i, ValueRange) {
+                             MatmulEmitter(nb, l, a, bm, c, ValueRange{i},
+                                           shape)
+                                 .emit();
+                             scf::YieldOp::create(nb, l);
+                           });
+      }
+      op->erase();
+    }
+  }
+};
+
+} // namespace
