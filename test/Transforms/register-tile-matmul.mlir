@@ -1,0 +1,53 @@
+// RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-register-tile-matmul{rows=4 vectors=2 lanes=8 k-block=64}))' --verify-each | FileCheck %s
+
+// A 4 x (2 * 8) register block: B's panel is packed into a stack buffer of
+// k-block x 16 floats, then 8 accumulators (4 rows x 2 vectors) ride the K
+// loop as iter_args, one broadcast of A per row and one fma per vector.
+// CHECK-LABEL: func.func @matmul
+// CHECK: memref.alloca_scope
+// CHECK: %[[PACK:.*]] = memref.alloca() : memref<64x16xf32>
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK: vector.load %arg1{{.*}} : memref<100x37xf32>, vector<8xf32>
+// CHECK: vector.store {{.*}}, %[[PACK]]
+// CHECK: scf.for {{.*}} step %c4
+// CHECK-COUNT-8: vector.load %arg2
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-2: vector.load %[[PACK]]
+// CHECK: memref.load %arg0
+// CHECK: vector.broadcast
+// CHECK: vector.fma
+// CHECK: vector.fma
+// CHECK-COUNT-8: vector.store {{.*}}, %arg2
+// The leftover 5 columns (37 = 2 * 16 + 5) use masked loads and stores.
+// CHECK: scf.if
+// CHECK: vector.create_mask
+// CHECK: vector.maskedload %arg1
+// CHECK: vector.maskedstore %arg2
+// CHECK-NOT: linalg.matmul
+func.func @matmul(%a: memref<10x100xf32>, %b: memref<100x37xf32>, %c: memref<10x37xf32>) {
+  linalg.matmul ins(%a, %b : memref<10x100xf32>, memref<100x37xf32>) outs(%c : memref<10x37xf32>)
+  return
+}
+
+// batch_matmul: the same kernel inside a loop over the batch.
+// CHECK-LABEL: func.func @batch
+// CHECK: scf.for %[[BATCH:.*]] =
+// CHECK: memref.alloca_scope
+// CHECK: vector.load %arg1[%[[BATCH]],
+// CHECK-NOT: linalg.batch_matmul
+func.func @batch(%a: memref<3x8x16xf32>, %b: memref<3x16x16xf32>, %c: memref<3x8x16xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<3x8x16xf32>, memref<3x16x16xf32>) outs(%c : memref<3x8x16xf32>)
+  return
+}
+
+// Other element types, and B with a non-unit inner stride, are left alone.
+// CHECK-LABEL: func.func @left_alone
+// CHECK: linalg.matmul {{.*}} memref<4x4xf64>
+// CHECK: linalg.matmul {{.*}} memref<4x4xf32, strided<[1, 4]>>
+func.func @left_alone(%a: memref<4x4xf64>, %c: memref<4x4xf64>, %x: memref<4x4xf32>,
+                      %y: memref<4x4xf32, strided<[1, 4]>>, %z: memref<4x4xf32>) {
+  linalg.matmul ins(%a, %a : memref<4x4xf64>, memref<4x4xf64>) outs(%c : memref<4x4xf64>)
+  linalg.matmul ins(%x, %y : memref<4x4xf32>, memref<4x4xf32, strided<[1, 4]>>) outs(%z : memref<4x4xf32>)
+  return
+}
