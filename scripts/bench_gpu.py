@@ -21,9 +21,15 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROWS = [  # (arch, batch, seq, so name)
+ROWS = [  # (arch, batch, seq, so name): the table
     ("bert-base", 1, 128, "bert"),
+    ("bert-base", 16, 128, "bert-b16"),
     ("gpt2", 1, 128, "gpt2"),
+    ("resnet50", 1, 0, "resnet50-b1"),
+    ("resnet50", 32, 0, "resnet50-b32"),
+    ("resnext101_32x8d", 8, 0, "resnext101-b8"),
+    ("vit_base_patch16_224", 8, 0, "vit-b8"),
+    ("mobilenetv3_large_100", 1, 0, "mobilenetv3-b1"),
 ]
 
 
@@ -40,7 +46,7 @@ def main():
         if not os.path.exists(so):
             print(f"{arch}: no {so}, skipped", flush=True)
             continue
-        out = os.path.join(args.work, arch)
+        out = os.path.join(args.work, f"{arch}-b{batch}")
         subprocess.run([sys.executable, os.path.join(HERE, "export_full.py"), "--arch", arch,
                         "--batch", str(batch), "--seq", str(seq), "--out", out], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -17,6 +17,11 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 
+# timm architectures at their default 224 x 224 input (seq is ignored).
+TIMM_ARCHS = ("resnet50", "resnext101_32x8d", "vit_base_patch16_224",
+              "mobilenetv3_large_100")
+
+
 def build(arch, batch, seq):
     import transformers as T
     torch.manual_seed(0)
@@ -35,6 +40,22 @@ def build(arch, batch, seq):
         inputs = {"input_ids": torch.randint(0, 50257, (batch, seq), generator=g),
                   "attention_mask": torch.ones(batch, seq, dtype=torch.long)}
         outputs = ["last_hidden_state"]
+    elif arch in TIMM_ARCHS:
+        import timm
+        model = timm.create_model(arch, pretrained=False).eval()
+        g = torch.Generator().manual_seed(1)
+        inputs = {"pixel_values": torch.randn(batch, 3, 224, 224, generator=g)}
+        outputs = ["logits"]
+
+        class Vision(torch.nn.Module):
+            def __init__(self, m):
+                super().__init__()
+                self.m = m
+
+            def forward(self, pixel_values):
+                return (self.m(pixel_values),)
+
+        return Vision(model).eval(), inputs, outputs
     else:
         raise SystemExit(f"unknown arch {arch}")
 

@@ -61,7 +61,7 @@ const StageText kCudaStages[] = {
      "kernels outlined",
      "mcc-gpu-library-calls,"
      "func.func(mcc-strided-copy-to-linalg{all-copies}),"
-     "convert-linalg-to-parallel-loops,"
+     "func.func(mcc-gpu-row-reductions),convert-linalg-to-parallel-loops,"
      "canonicalize,func.func(mcc-gpu-device-memory),func.func(mcc-gpu-"
      "distribute),convert-parallel-loops-to-gpu,canonicalize,"
      "gpu-kernel-outlining,func.func(gpu-async-region),canonicalize,cse"},

@@ -157,4 +157,27 @@ def RegisterTileMatmul
                            "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
 }
 
+def GpuRowReductions : Pass<"mcc-gpu-row-reductions", "mlir::func::FuncOp"> {
+  let summary = "Reductions on the GPU: one thread block per reduced row";
+  let description = [{
+    A buffer-level f32 linalg.generic whose last loop is its only reduction
+    and whose body ends in `out = combine(out, term)` (addf, mulf, maximumf,
+    minimumf, maxnumf, minnumf) becomes a gpu.launch with one block per
+    output element. The block's threads stride over the row (adjacent
+    threads read adjacent elements), each folding its share into a partial
+    that starts from the combiner's identity; gpu.all_reduce combines the
+    partials and thread 0 folds the total into the output. Rows shorter than
+    `min-row-length` keep the generic one-thread-per-output lowering.
+  }];
+  let options = [
+    Option<"minRowLength", "min-row-length", "int64_t", "32",
+           "Shortest reduction that gets a block per row">,
+    Option<"maxThreads", "max-threads", "int64_t", "256",
+           "Threads per block (a power of two, at least 32)">,
+  ];
+  let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
+                           "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
 #endif // MCC_TRANSFORMS_PASSES

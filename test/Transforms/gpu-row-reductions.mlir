@@ -1,0 +1,84 @@
+// RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-gpu-row-reductions))' --verify-each | FileCheck %s
+
+// Layer norm's variance: 4 x 6 rows of 768. One block per row (24 blocks),
+// 256 threads striding over the row from the identity 0, an all_reduce add,
+// and thread 0 folding the total into the output.
+// CHECK-LABEL: func.func @variance
+// CHECK-DAG: %[[C24:.*]] = arith.constant 24 : index
+// CHECK-DAG: %[[C256:.*]] = arith.constant 256 : index
+// CHECK: gpu.launch blocks(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}) in (%{{[^,]*}} = %[[C24]], {{.*}} threads(%[[TX:[^,]*]], %{{[^,]*}}, %{{[^,]*}}) in (%{{[^,]*}} = %[[C256]],
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[PART:.*]] = scf.for %[[J:.*]] = %[[TX]] to %{{.*}} step %{{.*}} iter_args(%[[ACC:.*]] = %[[ZERO]]) -> (f32)
+// CHECK:   memref.load %arg0
+// CHECK:   memref.load %arg1
+// CHECK:   arith.subf
+// CHECK:   arith.mulf
+// CHECK:   %[[NEXT:.*]] = arith.addf %[[ACC]]
+// CHECK:   scf.yield %[[NEXT]]
+// CHECK: %[[TOTAL:.*]] = gpu.all_reduce add %[[PART]] uniform
+// CHECK: scf.if
+// CHECK:   %[[OLD:.*]] = memref.load %arg2
+// CHECK:   %[[NEW:.*]] = arith.addf %[[OLD]], %[[TOTAL]]
+// CHECK:   memref.store %[[NEW]], %arg2
+// CHECK: gpu.terminator
+// CHECK-NOT: linalg.generic
+#in = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @variance(%x: memref<4x6x768xf32>, %mean: memref<4x6xf32>, %out: memref<4x6xf32>) {
+  linalg.generic {indexing_maps = [#in, #row, #row], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %mean : memref<4x6x768xf32>, memref<4x6xf32>) outs(%out : memref<4x6xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    %s = arith.mulf %d, %d : f32
+    %r = arith.addf %o, %s : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// Softmax's max over rows of 100: 128 threads, identity -inf.
+// CHECK-LABEL: func.func @row_max
+// CHECK-DAG: arith.constant 128 : index
+// CHECK-DAG: arith.constant 0xFF800000 : f32
+// CHECK: gpu.all_reduce maximumf
+#in2 = affine_map<(d0, d1) -> (d0, d1)>
+#row2 = affine_map<(d0, d1) -> (d0)>
+func.func @row_max(%x: memref<10x100xf32>, %out: memref<10xf32>) {
+  linalg.generic {indexing_maps = [#in2, #row2], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<10x100xf32>) outs(%out : memref<10xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// Short rows, reductions that are not the last loop, and bodies that use
+// the accumulator for more than the combiner are left alone.
+// CHECK-LABEL: func.func @left_alone
+// CHECK-NOT: gpu.launch
+// CHECK-COUNT-3: linalg.generic
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @left_alone(%x: memref<10x8xf32>, %o8: memref<10xf32>, %y: memref<100x10xf32>, %o10: memref<10xf32>,
+                      %z: memref<10x100xf32>, %o: memref<10xf32>) {
+  linalg.generic {indexing_maps = [#in2, #row2], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<10x8xf32>) outs(%o8 : memref<10xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#in2, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%y : memref<100x10xf32>) outs(%o10 : memref<10xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %r = arith.addf %acc, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#in2, #row2], iterator_types = ["parallel", "reduction"]}
+      ins(%z : memref<10x100xf32>) outs(%o : memref<10xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %t = arith.mulf %acc, %a : f32
+    %r = arith.addf %acc, %t : f32
+    linalg.yield %r : f32
+  }
+  return
+}
