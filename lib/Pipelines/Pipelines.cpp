@@ -42,7 +42,7 @@ const StageText kCpuStages[] = {
      "canonicalize,cse"},
     {"mcc-cpu-to-llvm", "lower every remaining dialect to LLVM",
      "expand-strided-metadata,lower-affine,convert-vector-to-llvm,"
-     "finalize-memref-to-llvm,"
+     "finalize-memref-to-llvm{use-generic-functions},"
      "convert-math-to-funcs{convert-ctlz=false},convert-math-to-llvm,"
      "convert-math-to-libm,convert-scf-to-cf,convert-openmp-to-llvm,"
      "convert-func-to-llvm,convert-arith-to-llvm,convert-index-to-llvm,"

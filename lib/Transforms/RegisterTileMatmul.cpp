@@ -7,8 +7,8 @@
 // into blocks, and each block's B panel (k-block x columns of one register
 // block) is first copied to a contiguous stack buffer that stays in L1 and
 // serves every row block.
-// Leftover rows run one at a time; leftover columns use masked loads and
-// stores.
+// Leftover rows run in smaller blocks (4, 2, 1 rows); leftover columns use
+// masked loads and stores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -110,12 +110,25 @@ private:
     });
   }
 
+  /// Full register blocks of `rows` rows, then the leftover rows in
+  /// blocks of the powers of two below `rows` (4, 2, 1 for 6 or 8), each at
+  /// most once or twice.
   void rowBlocks(Value mFull, Value M, Value k0, Value kEnd, Value n0,
                  Value cols) {
     forLoop(idx(0), mFull, shape.rows, [&](Value m0) {
       kernel(shape.rows, m0, n0, cols, k0, kEnd);
     });
-    forLoop(mFull, M, 1, [&](Value m0) { kernel(1, m0, n0, cols, k0, kEnd); });
+    Value start = mFull;
+    int64_t sub = 1;
+    while (sub * 2 < shape.rows)
+      sub *= 2;
+    for (; sub >= 1; sub /= 2) {
+      Value left = arith::SubIOp::create(b, loc, M, start);
+      Value end = arith::AddIOp::create(b, loc, start, roundDown(left, sub));
+      forLoop(start, end, sub,
+              [&](Value m0) { kernel(sub, m0, n0, cols, k0, kEnd); });
+      start = end;
+    }
   }
 
   SmallVector<Value> at(ValueRange tail) {

@@ -37,17 +37,18 @@ SmallVector<int64_t> chooseTileSizes(linalg::LinalgOp op, int64_t target) {
   return sizes;
 }
 
-/// Matrix products tile over (batch, m, n) in blocks that are whole
-/// register blocks of mcc-register-tile-matmul (8 rows, 32 columns) and
-/// large enough to reuse what they load: at most 64 x 256, shrunk while
-/// there are fewer than `minTiles` tiles to share among threads.
+/// Matrix products tile over (batch, m, n). Every tile packs the B panels it
+/// reads, so m stays whole up to 256 rows (one packing of B in total) and
+/// threads split n, in multiples of the 32-column register block, at most
+/// 256 wide, narrowed down to 32 until there are `minTiles` tiles. Taller
+/// products take m in 64-row tiles.
 SmallVector<int64_t> chooseMatmulTileSizes(linalg::LinalgOp op,
                                            int64_t minTiles) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   size_t batch = ranges.size() - 3;
   int64_t M = ranges[batch], N = ranges[batch + 1];
   auto roundUp = [](int64_t v, int64_t m) { return (v + m - 1) / m * m; };
-  int64_t mTile = std::min<int64_t>(roundUp(M, 8), 64);
+  int64_t mTile = M <= 256 ? M : 64;
   int64_t nTile = std::min<int64_t>(roundUp(N, 32), 256);
   int64_t batchTiles = 1;
   for (size_t i = 0; i < batch; ++i)
@@ -56,10 +57,10 @@ SmallVector<int64_t> chooseMatmulTileSizes(linalg::LinalgOp op,
     return batchTiles * ((M + mTile - 1) / mTile) * ((N + nTile - 1) / nTile);
   };
   while (tiles() < minTiles) {
-    if (nTile > 64)
+    if (nTile > 32)
       nTile = roundUp(nTile / 2, 32);
-    else if (mTile > 16)
-      mTile = roundUp(mTile / 2, 8);
+    else if (mTile > 48)
+      mTile = roundUp((mTile + 1) / 2, 24);
     else
       break;
   }
