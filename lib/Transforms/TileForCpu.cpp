@@ -40,8 +40,8 @@ SmallVector<int64_t> chooseTileSizes(linalg::LinalgOp op, int64_t target) {
 /// Matrix products tile over (batch, m, n). Every tile packs the B panels it
 /// reads, so m stays whole up to 256 rows (one packing of B in total) and
 /// threads split n, in multiples of the 32-column register block, at most
-/// 256 wide, narrowed down to 32 until there are `minTiles` tiles. Taller
-/// products take m in 64-row tiles.
+/// 256 wide, narrowed down to 32 until there are `minTiles` tiles, then m
+/// is halved down to 16 rows. Taller products take m in 64-row tiles.
 SmallVector<int64_t> chooseMatmulTileSizes(linalg::LinalgOp op,
                                            int64_t minTiles) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
@@ -59,8 +59,8 @@ SmallVector<int64_t> chooseMatmulTileSizes(linalg::LinalgOp op,
   while (tiles() < minTiles) {
     if (nTile > 32)
       nTile = roundUp(nTile / 2, 32);
-    else if (mTile > 48)
-      mTile = roundUp((mTile + 1) / 2, 24);
+    else if (mTile > 16)
+      mTile = roundUp(mTile / 2, 8);
     else
       break;
   }

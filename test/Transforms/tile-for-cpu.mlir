@@ -1,12 +1,12 @@
 // RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-tile-for-cpu{target-tiles=8 min-tile-elements=16}))' --verify-each | FileCheck %s
 
-// A matmul is split into tiles of whole register blocks (rows in multiples
-// of 8, at least 16): 64 rows give 4 tiles. The accumulator's fill moves
-// into the tile, the reduction (k) stays whole.
+// A small matmul is split into 8 tiles: n into 32-column register blocks,
+// then m halved down to 16 rows. The accumulator's fill moves into the tile,
+// the reduction (k) stays whole.
 // CHECK-LABEL: func.func @matmul
-// CHECK: scf.forall (%[[I:.*]]) = (0) to (64) step (16)
-// CHECK:   linalg.fill {{.*}} -> tensor<16x48xf32>
-// CHECK:   linalg.matmul {{.*}} tensor<16x32xf32>, tensor<32x48xf32>
+// CHECK: scf.forall ({{.*}}) = (0, 0) to (64, 48) step (16, 32)
+// CHECK:   linalg.fill
+// CHECK:   linalg.matmul {{.*}} tensor<?x32xf32>, tensor<32x?xf32>
 // CHECK:   scf.forall.in_parallel
 func.func @matmul(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>) -> tensor<64x48xf32> {
   %e = tensor.empty() : tensor<64x48xf32>
@@ -16,13 +16,13 @@ func.func @matmul(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>) -> tensor<64x48x
   return %m : tensor<64x48xf32>
 }
 
-// Large products tile m by 64 and n by up to 256, halved until there are 8
-// tiles; batch dims go one at a time.
+// Products of up to 256 rows keep m whole (each tile packs its B panels
+// once) and split n; batch dims go one at a time.
 // CHECK-LABEL: func.func @big_products
-// CHECK: scf.forall ({{.*}}) = (0, 0) to (128, 768) step (64, 128)
-// CHECK:   linalg.matmul {{.*}} -> tensor<64x128xf32>
-// CHECK: scf.forall ({{.*}}) = (0, 0) to (12, 128) step (1, 64)
-// CHECK:   linalg.batch_matmul {{.*}} -> tensor<1x64x128xf32>
+// CHECK: scf.forall ({{.*}}) = (0) to (768) step (64)
+// CHECK:   linalg.matmul {{.*}} -> tensor<128x64xf32>
+// CHECK: scf.forall ({{.*}}) in (12)
+// CHECK:   linalg.batch_matmul {{.*}} -> tensor<1x128x128xf32>
 func.func @big_products(%a: tensor<128x768xf32>, %b: tensor<768x768xf32>,
                         %q: tensor<12x128x64xf32>, %k: tensor<12x64x128xf32>) -> (tensor<128x768xf32>, tensor<12x128x128xf32>) {
   %z = arith.constant 0.0 : f32
