@@ -6,7 +6,7 @@
 // CHECK-LABEL: func.func @matmul
 // CHECK: scf.forall ({{.*}}) = (0, 0) to (64, 48) step (16, 32)
 // CHECK:   linalg.fill
-// CHECK:   linalg.matmul {{.*}} tensor<?x32xf32>, tensor<32x?xf32>
+// CHECK:   linalg.matmul {{.*}} tensor<16x32xf32>, tensor<32x?xf32>
 // CHECK:   scf.forall.in_parallel
 func.func @matmul(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>) -> tensor<64x48xf32> {
   %e = tensor.empty() : tensor<64x48xf32>
