@@ -39,9 +39,13 @@ def main():
     ap.add_argument("--work", default="/tmp/full")
     ap.add_argument("--runtime", default=None)
     ap.add_argument("--runs", type=int, default=50)
+    ap.add_argument("--only", default=None, help="comma-separated .so names (bert,gpt2,...)")
     args = ap.parse_args()
+    only = set(args.only.split(",")) if args.only else None
     results = []
     for arch, batch, seq, name in ROWS:
+        if only and name not in only:
+            continue
         so = os.path.join(args.so_root, arch, "cuda", name + ".so")
         if not os.path.exists(so):
             print(f"{arch}: no {so}, skipped", flush=True)
@@ -50,17 +54,47 @@ def main():
         subprocess.run([sys.executable, os.path.join(HERE, "export_full.py"), "--arch", arch,
                         "--batch", str(batch), "--seq", str(seq), "--out", out], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        subprocess.run([sys.executable, os.path.join(HERE, "pack_weights.py"),
-                        os.path.join(out, "model.onnx"), so + ".weights.json", "-o", so + ".weights"],
-                       check=True)
+        packed = subprocess.run([sys.executable, os.path.join(HERE, "pack_weights.py"),
+                                 os.path.join(out, "model.onnx"), so + ".weights.json", "-o",
+                                 so + ".weights"], capture_output=True, text=True)
+        if packed.returncode:
+            results.append(f"{arch:10} b{batch}: weights not rebuilt: {packed.stderr.strip()[-200:]}")
+            print(results[-1], flush=True)
+            continue
         cmd = [sys.executable, os.path.join(HERE, "bench_gpu.py"), "--one", arch, so, str(batch),
                str(seq), str(args.runs)] + (["--runtime", args.runtime] if args.runtime else [])
         r = subprocess.run(cmd, capture_output=True, text=True)
         line = [l for l in r.stdout.splitlines() if l.startswith("ROW ")]
+        print("\n".join(l for l in r.stdout.splitlines() if l.startswith("PROFILE ")), flush=True)
         results.append(line[0][4:] if line else f"{arch:10} b{batch} s{seq}: FAILED {r.stderr.strip()[-300:]}")
         print(results[-1], flush=True)
     print(f"\n{'model':10} {'shape':10} {'rel.err':>9} {'eager':>8} {'compile':>8} {'reduce-oh':>9} {'mcc':>8} {'mcc/best':>8}")
     print("\n".join(results))
+
+
+def profile_mcc(model, feeds, arch, batch, runs=5):
+    """Where mcc's time goes: CUPTI (through torch.profiler) sees every
+    kernel the .so launches, also inside CUDA graphs. Prints the kernel count
+    per run, GPU-busy time against wall time (the difference is launch gaps
+    and host copies), and the kernels that take most of the time."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
+        t = time.perf_counter()
+        for _ in range(runs):
+            model.run(feeds)
+        torch.cuda.synchronize()
+        wall = (time.perf_counter() - t) * 1e3 / runs
+    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    busy = sum(e.device_time for e in kernels) / 1e3 / runs
+    by_name = {}
+    for e in kernels:
+        n, tot = by_name.get(e.name, (0, 0.0))
+        by_name[e.name] = (n + 1, tot + e.device_time / 1e3 / runs)
+    print(f"PROFILE {arch} b{batch}: {len(kernels) / runs:.0f} kernels/run, GPU busy "
+          f"{busy:.3f} ms of {wall:.3f} ms wall ({100 * busy / wall:.0f}%)")
+    for name, (n, tot) in sorted(by_name.items(), key=lambda kv: -kv[1][1])[:10]:
+        print(f"PROFILE   {tot:8.3f} ms  {n // runs:4d}x  {name[:90]}")
 
 
 def one(arch, so, batch, seq, runs, runtime):
@@ -113,6 +147,8 @@ def one(arch, so, batch, seq, runs, runtime):
         ts.append((time.perf_counter() - t) * 1e3)
     m = float(np.median(ts))
     best = min(eager, default, ro)
+    if os.environ.get("MCC_BENCH_PROFILE", "1") != "0":
+        profile_mcc(model, feeds, arch, batch)
     print(f"ROW {arch:10} b{batch} s{seq:<5} {err:9.2e} {eager:8.3f} {default:8.3f} {ro:9.3f} {m:8.3f} {m / best:8.2f}")
 
 

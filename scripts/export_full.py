@@ -22,6 +22,24 @@ TIMM_ARCHS = ("resnet50", "resnext101_32x8d", "vit_base_patch16_224",
               "mobilenetv3_large_100")
 
 
+def portable_init(model):
+    """Re-draws every parameter from torch.rand, which gives the same bits on
+    any CPU. timm's ViT init goes through trunc_normal_ (erfinv), whose
+    vectorized kernels differ in the last bit between AVX2 and AVX-512
+    machines, so the GPU machine's re-export would not match the weights a
+    .so was compiled from. Matrices get U(-1, 1) / sqrt(fan_in); vectors keep
+    their init when it is all zeros or all ones (biases, norm scales) and are
+    re-drawn at scale 0.02 otherwise (position and class tokens)."""
+    g = torch.Generator().manual_seed(2)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() >= 2:
+                fan_in = p[0].numel()
+                p.copy_((torch.rand(p.shape, generator=g) * 2 - 1) / fan_in ** 0.5)
+            elif not (torch.all(p == 0) or torch.all(p == 1)):
+                p.copy_((torch.rand(p.shape, generator=g) * 2 - 1) * 0.02)
+
+
 def build(arch, batch, seq):
     import transformers as T
     torch.manual_seed(0)
@@ -43,6 +61,8 @@ def build(arch, batch, seq):
     elif arch in TIMM_ARCHS:
         import timm
         model = timm.create_model(arch, pretrained=False).eval()
+        if arch.startswith("vit"):
+            portable_init(model)
         g = torch.Generator().manual_seed(1)
         inputs = {"pixel_values": torch.randn(batch, 3, 224, 224, generator=g)}
         outputs = ["logits"]

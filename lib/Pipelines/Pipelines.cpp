@@ -37,7 +37,8 @@ const StageText kCpuStages[] = {
     {"mcc-cpu-loops",
      "linalg to loops; tile loops become OpenMP worksharing loops",
      "func.func(mcc-strided-copy-to-linalg),func.func(mcc-register-tile-"
-     "matmul),convert-linalg-to-loops,scf-forall-"
+     "matmul),func.func(mcc-approximate-math),convert-linalg-to-loops,"
+     "scf-forall-"
      "to-parallel,convert-scf-to-openmp,"
      "canonicalize,cse"},
     {"mcc-cpu-to-llvm", "lower every remaining dialect to LLVM",

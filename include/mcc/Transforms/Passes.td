@@ -180,4 +180,15 @@ def GpuRowReductions : Pass<"mcc-gpu-row-reductions", "mlir::func::FuncOp"> {
                            "mlir::memref::MemRefDialect"];
 }
 
+def ApproximateMath : Pass<"mcc-approximate-math", "mlir::func::FuncOp"> {
+  let summary = "f32 exp, erf and tanh as polynomial approximations";
+  let description = [{
+    Rewrites math.exp, math.erf and math.tanh with upstream's polynomial
+    approximations (arith only, a few ulp in f32), so that the loops around
+    them (GELU, softmax, SiLU) vectorize instead of calling libm per element.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::math::MathDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
 #endif // MCC_TRANSFORMS_PASSES
