@@ -44,7 +44,13 @@ def openvino_call(path, threads, feeds):
         "INFERENCE_PRECISION_HINT": "f32",
     })
     req = compiled.create_infer_request()
-    inputs = {i.get_any_name(): feeds[i.get_any_name()] for i in compiled.inputs}
+    # OpenVINO may name a port after an internal tensor; match any of its
+    # names, else go by position (the ONNX graph's input order).
+    order = list(feeds)
+    inputs = {}
+    for k, port in enumerate(compiled.inputs):
+        names = [n for n in port.get_names() if n in feeds]
+        inputs[k] = feeds[names[0] if names else order[k]]
     return lambda: req.infer(inputs)
 
 

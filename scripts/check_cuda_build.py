@@ -10,6 +10,7 @@ every fatbin embedded in it holds a CUDA ELF (e_machine 190) for that SM
 """
 import argparse
 import json
+import re
 import os
 import struct
 import subprocess
@@ -70,18 +71,24 @@ def main():
             continue
         info = json.loads(subprocess.run([args.mcc, "inspect", so], capture_output=True,
                                          text=True, check=True).stdout)
-        fatbins = fatbin_elf_archs(open(so, "rb").read())
+        blob = open(so, "rb").read()
+        fatbins = fatbin_elf_archs(blob)
+        # mcc-gpu-gather-kernels names every kernel mcc_<n>_...; each has a
+        # .text section in the ELF.
+        kernels = len(set(re.findall(rb"\.text\.(mcc_[0-9]+_[a-z_0-9]*)", blob)))
         problems = []
         if info["target"] != "cuda" or info["arch"] != args.gpu_arch:
             problems.append(f"descriptor says {info['target']}/{info['arch']}")
         if not fatbins:
             problems.append("no fatbin embedded")
+        if not kernels:
+            problems.append("no mcc_<n> kernel in the ELF")
         bad = [a for a in fatbins if want not in a]
         if bad:
             problems.append(f"{len(bad)} of {len(fatbins)} fatbins lack sm_{want} code")
         failed += 1 if problems else 0
         print(f"{name:22} {'FAIL' if problems else 'ok':8} "
-              f"{'; '.join(problems) or f'{len(fatbins)} kernels, all with sm_{want} ELF'}")
+              f"{'; '.join(problems) or f'{kernels} kernels in {len(fatbins)} fatbin, sm_{want} ELF'}")
     print(f"{len(entries) - failed}/{len(entries)} entries build for {args.gpu_arch}")
     return 1 if failed else 0
 

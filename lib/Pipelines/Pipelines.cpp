@@ -65,7 +65,8 @@ const StageText kCudaStages[] = {
      "func.func(mcc-gpu-row-reductions),convert-linalg-to-parallel-loops,"
      "canonicalize,func.func(mcc-gpu-device-memory),func.func(mcc-gpu-"
      "distribute),convert-parallel-loops-to-gpu,canonicalize,"
-     "gpu-kernel-outlining,func.func(gpu-async-region),canonicalize,cse"},
+     "gpu-kernel-outlining,mcc-gpu-gather-kernels,func.func(gpu-async-region),"
+     "canonicalize,cse"},
 };
 } // namespace
 

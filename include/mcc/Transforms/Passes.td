@@ -191,4 +191,18 @@ def ApproximateMath : Pass<"mcc-approximate-math", "mlir::func::FuncOp"> {
                            "mlir::vector::VectorDialect"];
 }
 
+def GpuGatherKernels : Pass<"mcc-gpu-gather-kernels", "mlir::ModuleOp"> {
+  let summary = "All kernels in one gpu.module, named for profiles";
+  let description = [{
+    After gpu-kernel-outlining every kernel has a gpu.module of its own and
+    is called forward_kernel. All of them move into one gpu.module
+    @mcc_kernels, so ptxas runs once and the runtime loads one CUDA module;
+    each gpu.func is renamed mcc_<n>_<what> (n: order of first launch in the
+    host code; what: rowreduce, map or loop plus the math ops it calls, or
+    copy) and its gpu.launch_func ops follow. Helper symbols that collide
+    are dropped when identical and renamed otherwise.
+  }];
+  let dependentDialects = ["mlir::gpu::GPUDialect"];
+}
+
 #endif // MCC_TRANSFORMS_PASSES
