@@ -59,6 +59,39 @@ struct ConvShape {
   bool grouped;
 };
 
+/// Several images, not grouped: col[n, c, kh, kw, oh, ow] collapsed to
+/// [N, C*KH*KW, OH*OW], one column matrix per image (a reshape of the input
+/// for a 1x1, stride-1 convolution).
+Value im2colPerImage(OpBuilder &b, Location loc, Value x, const ConvShape &s) {
+  Type et = cast<RankedTensorType>(x.getType()).getElementType();
+  if (s.KH == 1 && s.KW == 1 && s.sh == 1 && s.sw == 1 && s.H == s.OH &&
+      s.W == s.OW)
+    return tensor::CollapseShapeOp::create(
+        b, loc, RankedTensorType::get({s.N, s.C, s.H * s.W}, et), x,
+        groups({1, 1, 2}));
+  MLIRContext *ctx = b.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  // Loop dims: n, c, kh, kw, oh, ow.
+  AffineMap inMap = AffineMap::get(
+      6, 0, {d(0), d(1), d(4) * s.sh + d(2) * s.dh, d(5) * s.sw + d(3) * s.dw},
+      ctx);
+  AffineMap outMap = AffineMap::getMultiDimIdentityMap(6, ctx);
+  Value empty = tensor::EmptyOp::create(
+      b, loc, ArrayRef<int64_t>{s.N, s.C, s.KH, s.KW, s.OH, s.OW}, et);
+  SmallVector<utils::IteratorType> iters(6, utils::IteratorType::parallel);
+  Value col = linalg::GenericOp::create(
+                  b, loc, TypeRange{empty.getType()}, ValueRange{x},
+                  ValueRange{empty}, ArrayRef<AffineMap>{inMap, outMap}, iters,
+                  [](OpBuilder &nb, Location l, ValueRange args) {
+                    linalg::YieldOp::create(nb, l, args[0]);
+                  })
+                  .getResult(0);
+  return tensor::CollapseShapeOp::create(
+      b, loc,
+      RankedTensorType::get({s.N, s.C * s.KH * s.KW, s.OH * s.OW}, et), col,
+      groups({1, 3, 2}));
+}
+
 /// col[(g,) c, kh, kw, n, oh, ow] = x[n, (g,) c, oh*sh + kh*dh, ow*sw + kw*dw]
 /// collapsed to [(G,) C*KH*KW, N*OH*OW]. A 1x1, stride-1 convolution of a
 /// single image is a reshape of the input instead of a copy.
@@ -129,6 +162,29 @@ LogicalResult rewrite(RewriterBase &rw, linalg::LinalgOp conv, Value x,
   s.dw = dilations[1];
   Location loc = conv.getLoc();
   rw.setInsertionPoint(conv);
+  if (!s.grouped && s.N > 1) {
+    // One product per image with the weights broadcast over the batch:
+    // out[n] = W x col[n] lands in NCHW order, with no transpose.
+    Value col = im2colPerImage(rw, loc, x, s);
+    int64_t ckk = s.C * s.KH * s.KW, p = s.OH * s.OW;
+    Value wm = tensor::CollapseShapeOp::create(
+        rw, loc, RankedTensorType::get({s.F, ckk}, et), w, groups({1, 3}));
+    Value acc = filled(rw, loc, {s.N, s.F, p}, et, fill);
+    MLIRContext *ctx = rw.getContext();
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    SmallVector<Attribute> maps = {
+        AffineMapAttr::get(AffineMap::get(4, 0, {d(1), d(3)}, ctx)),
+        AffineMapAttr::get(AffineMap::get(4, 0, {d(0), d(3), d(2)}, ctx)),
+        AffineMapAttr::get(AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx))};
+    Value prod = linalg::BatchMatmulOp::create(
+                     rw, loc, TypeRange{acc.getType()}, ValueRange{wm, col},
+                     ValueRange{acc},
+                     {rw.getNamedAttr("indexing_maps", rw.getArrayAttr(maps))})
+                     .getResult(0);
+    rw.replaceOp(conv, tensor::ExpandShapeOp::create(rw, loc, outType, prod,
+                                                      groups({1, 1, 2})));
+    return success();
+  }
   Value col = im2col(rw, loc, x, s);
   int64_t ckk = s.C * s.KH * s.KW, np = s.N * s.OH * s.OW;
   SmallVector<int64_t> wShape, prodShape;

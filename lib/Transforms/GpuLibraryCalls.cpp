@@ -44,6 +44,40 @@ bool viewsGlobal(Value v) {
   return false;
 }
 
+/// batch_matmul with A's map (b, m, n, k) -> (m, k) and the usual B and C.
+bool broadcastsA(linalg::LinalgOp op) {
+  if (!isa<linalg::BatchMatmulOp>(op))
+    return false;
+  MLIRContext *ctx = op.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  return maps.size() == 3 &&
+         maps[0] == AffineMap::get(4, 0, {d(1), d(3)}, ctx) &&
+         maps[1] == AffineMap::get(4, 0, {d(0), d(3), d(2)}, ctx) &&
+         maps[2] == AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx);
+}
+
+/// A as a [batch, m, k] view with batch stride 0.
+Value broadcastView(OpBuilder &b, Location loc, Value a, int64_t batch) {
+  auto type = cast<MemRefType>(a.getType());
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, a);
+  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(batch),
+                                     b.getIndexAttr(type.getDimSize(0)),
+                                     b.getIndexAttr(type.getDimSize(1))};
+  SmallVector<OpFoldResult> strides = {b.getIndexAttr(0),
+                                       meta.getStrides()[0],
+                                       meta.getStrides()[1]};
+  auto layout = StridedLayoutAttr::get(
+      b.getContext(), ShapedType::kDynamic,
+      {0, ShapedType::kDynamic, ShapedType::kDynamic});
+  auto viewType = MemRefType::get(
+      {batch, type.getDimSize(0), type.getDimSize(1)}, type.getElementType(),
+      layout);
+  return memref::ReinterpretCastOp::create(b, loc, viewType,
+                                           meta.getBaseBuffer(),
+                                           meta.getOffset(), sizes, strides);
+}
+
 MemRefType dynamicStrided(MLIRContext *ctx, int64_t rank) {
   SmallVector<int64_t> shape(rank, ShapedType::kDynamic);
   SmallVector<int64_t> strides(rank, ShapedType::kDynamic);
@@ -62,8 +96,9 @@ struct GpuLibraryCallsPass
           !op.hasPureBufferSemantics())
         return;
       // A matmul with a transposing or broadcasting indexing_maps
-      // attribute is not a plain product.
-      if (op.hasUserDefinedMaps())
+      // attribute is not a plain product, except a batch_matmul whose A is
+      // shared by the whole batch: cuBLAS takes that as batch stride 0.
+      if (op.hasUserDefinedMaps() && !broadcastsA(op))
         return;
       for (Value v : op->getOperands())
         if (!blasCompatible(v) || viewsGlobal(v))
@@ -88,9 +123,14 @@ struct GpuLibraryCallsPass
       declare(name, rank);
       rewriter.setInsertionPoint(op);
       SmallVector<Value> args;
-      for (Value v : op->getOperands())
+      for (Value v : op->getOperands()) {
+        if (batched && cast<MemRefType>(v.getType()).getRank() == 2)
+          v = broadcastView(
+              rewriter, op.getLoc(), v,
+              cast<MemRefType>(op.getDpsInits()[0].getType()).getDimSize(0));
         args.push_back(memref::CastOp::create(rewriter, op.getLoc(),
                                               dynamicStrided(ctx, rank), v));
+      }
       func::CallOp::create(rewriter, op.getLoc(), name, TypeRange{}, args);
       rewriter.eraseOp(op);
     }

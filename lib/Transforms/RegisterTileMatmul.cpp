@@ -57,7 +57,8 @@ public:
     unsigned r = cast<MemRefType>(c.getType()).getRank();
     Value M = memref::DimOp::create(b, loc, c, r - 2);
     Value N = memref::DimOp::create(b, loc, c, r - 1);
-    Value K = memref::DimOp::create(b, loc, a, r - 1);
+    Value K = memref::DimOp::create(
+        b, loc, a, cast<MemRefType>(a.getType()).getRank() - 1);
     Value mFull = roundDown(M, shape.rows);
     Value nFull = roundDown(N, nr);
     forLoop(idx(0), K, shape.kBlock, [&](Value k0) {
@@ -181,7 +182,12 @@ private:
             bv.push_back(vector::LoadOp::create(
                 b, loc, vecType, pack, ValueRange{row, idx(j * shape.lanes)}));
           for (int64_t i = 0; i < rows; ++i) {
-            Value s = memref::LoadOp::create(b, loc, a, at({rowIdx[i], k}));
+            // A broadcast over the batch (a 2-D A) takes no batch index.
+            SmallVector<Value> aIdx =
+                cast<MemRefType>(a.getType()).getRank() == 2
+                    ? SmallVector<Value>{rowIdx[i], k}
+                    : at({rowIdx[i], k});
+            Value s = memref::LoadOp::create(b, loc, a, aIdx);
             Value sv = vector::BroadcastOp::create(b, loc, vecType, s);
             for (int64_t j = 0; j < shape.vectors; ++j)
               out.push_back(vector::FMAOp::create(
@@ -215,6 +221,17 @@ bool unitInnerStride(Value v) {
   return !strides.empty() && strides.back() == 1;
 }
 
+/// batch_matmul whose A is one matrix shared by every batch (its map is
+/// (b, m, n, k) -> (m, k)); B and C as usual.
+bool broadcastsA(linalg::BatchMatmulOp op) {
+  MLIRContext *ctx = op.getContext();
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  return maps.size() == 3 && maps[0] == AffineMap::get(4, 0, {d(1), d(3)}, ctx) &&
+         maps[1] == AffineMap::get(4, 0, {d(0), d(3), d(2)}, ctx) &&
+         maps[2] == AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx);
+}
+
 struct RegisterTileMatmulPass
     : mcc::impl::RegisterTileMatmulBase<RegisterTileMatmulPass> {
   using RegisterTileMatmulBase::RegisterTileMatmulBase;
@@ -230,7 +247,7 @@ struct RegisterTileMatmulPass
         if (mm.hasUserDefinedMaps())
           return;
       if (auto bmm = dyn_cast<linalg::BatchMatmulOp>(op.getOperation()))
-        if (bmm.hasUserDefinedMaps())
+        if (bmm.hasUserDefinedMaps() && !broadcastsA(bmm))
           return;
       Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1],
             c = op.getDpsInits()[0];

@@ -37,11 +37,21 @@ func.func @pointwise(%x: tensor<1x16x5x5xf32>, %w: tensor<32x16x1x1xf32>) -> ten
   return %r : tensor<1x32x5x5xf32>
 }
 
-// Two images: the product is [F, N*OH*OW], transposed back to [N, F, OH, OW].
+// Two images: per-image column matrices [N, C*KH*KW, OH*OW] and one
+// batch_matmul whose weights are shared by the batch; the product is
+// already [N, F, OH*OW], so no transpose follows.
 // CHECK-LABEL: func.func @batched
-// CHECK: linalg.matmul {{.*}} -> tensor<4x18xf32>
-// CHECK: tensor.expand_shape {{.*}} into tensor<4x2x3x3xf32>
-// CHECK: linalg.transpose {{.*}} permutation = [1, 0, 2, 3]
+// CHECK: } -> tensor<2x2x3x3x3x3xf32>
+// CHECK: tensor.collapse_shape {{.*}} into tensor<2x18x9xf32>
+// CHECK: linalg.batch_matmul indexing_maps = [{{.*}}] ins({{.*}} : tensor<4x18xf32>, tensor<2x18x9xf32>) {{.*}} -> tensor<2x4x9xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK: tensor.expand_shape {{.*}} into tensor<2x4x3x3xf32>
+
+// Two images through a 1x1 convolution: the input already is [N, C, H*W].
+// CHECK-LABEL: func.func @batched_pointwise
+// CHECK-NOT: linalg.generic
+// CHECK: tensor.collapse_shape %arg0 {{\[}}[0], [1], [2, 3]] {{.*}} into tensor<2x16x25xf32>
+// CHECK: linalg.batch_matmul
 func.func @batched(%x: tensor<2x2x5x5xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<2x4x3x3xf32> {
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<2x4x3x3xf32>
@@ -49,6 +59,15 @@ func.func @batched(%x: tensor<2x2x5x5xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<2
   %r = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
       ins(%x, %w : tensor<2x2x5x5xf32>, tensor<4x2x3x3xf32>) outs(%f : tensor<2x4x3x3xf32>) -> tensor<2x4x3x3xf32>
   return %r : tensor<2x4x3x3xf32>
+}
+
+func.func @batched_pointwise(%x: tensor<2x16x5x5xf32>, %w: tensor<32x16x1x1xf32>) -> tensor<2x32x5x5xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x32x5x5xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<2x32x5x5xf32>) -> tensor<2x32x5x5xf32>
+  %r = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<2x16x5x5xf32>, tensor<32x16x1x1xf32>) outs(%f : tensor<2x32x5x5xf32>) -> tensor<2x32x5x5xf32>
+  return %r : tensor<2x32x5x5xf32>
 }
 
 // Grouped: one product per group, as a batch_matmul over G.

@@ -41,6 +41,20 @@ func.func @batch(%a: memref<3x8x16xf32>, %b: memref<3x16x16xf32>, %c: memref<3x8
   return
 }
 
+// Weights shared by the batch (convolutions of several images): A takes no
+// batch index.
+// CHECK-LABEL: func.func @broadcast_a
+// CHECK: scf.for %[[N:.*]] =
+// CHECK: memref.load %arg0[%{{[^,]*}}, %{{[^,]*}}] : memref<8x16xf32>
+// CHECK-NOT: linalg.batch_matmul
+func.func @broadcast_a(%a: memref<8x16xf32>, %b: memref<3x16x16xf32>, %c: memref<3x8x16xf32>) {
+  linalg.batch_matmul indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d3)>,
+                                       affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>,
+                                       affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]
+      ins(%a, %b : memref<8x16xf32>, memref<3x16x16xf32>) outs(%c : memref<3x8x16xf32>)
+  return
+}
+
 // Other element types, and B with a non-unit inner stride, are left alone.
 // CHECK-LABEL: func.func @left_alone
 // CHECK: linalg.matmul {{.*}} memref<4x4xf64>
