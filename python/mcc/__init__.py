@@ -17,9 +17,10 @@ error. Names, shapes and dtypes are checked by the C runtime; its message
 
 Outputs are numpy arrays allocated before the call and filled by mcc_run.
 When any input was a torch tensor the outputs are torch tensors sharing that
-memory (torch.from_numpy), on the CPU. CUDA tensors given as inputs are
-copied to the host with .cpu() first (the runtime runs cpu models only);
-zero-copy exchange with CUDA memory is future work.
+memory (torch.from_numpy), on the CPU. For a cuda model whose inputs are all
+CUDA tensors on one device, inputs and outputs stay on the GPU: the run
+copies them device to device and the outputs are CUDA tensors. Otherwise
+CUDA tensors given as inputs are copied to the host with .cpu() first.
 
 The runtime library is found, in order: the `runtime` argument of load(),
 the MCC_RUNTIME environment variable, <repo>/build/lib/Runtime/libmccrt.so
@@ -210,6 +211,26 @@ def _to_numpy(x):
     return np.asarray(x), False
 
 
+def _torch_dtype_code(t):
+    """ONNX dtype code of a torch tensor's dtype (None if mcc has none)."""
+    import torch
+    codes = {torch.float32: 1, torch.uint8: 2, torch.int8: 3, torch.int32: 6,
+             torch.int64: 7, torch.bool: 9, torch.float16: 10, torch.float64: 11}
+    return codes.get(t.dtype)
+
+
+def _fill_device(t, tensor, code, what):
+    """A CTensor over a CUDA tensor's memory (a cuda model copies it device
+    to device)."""
+    if tensor.dim() > MCC_MAX_RANK:
+        raise MccError(f"{what}: rank {tensor.dim()} is more than the runtime's maximum {MCC_MAX_RANK}")
+    t.data = tensor.data_ptr() if tensor.numel() else None
+    t.dtype = code
+    t.rank = tensor.dim()
+    for d, n in enumerate(tensor.shape):
+        t.shape[d] = n
+
+
 def _fill(t, arr, code, what):
     if arr.ndim > MCC_MAX_RANK:
         raise MccError(f"{what}: rank {arr.ndim} is more than the runtime's maximum {MCC_MAX_RANK}")
@@ -292,10 +313,31 @@ class Model:
                            + ", ".join(f"'{n}'" for n in missing) + f"; the model's inputs are {names}")
         return [feeds[n] for n in names]
 
-    def _input_structs(self, values):
+    def _on_device(self, values):
+        """The CUDA device of the inputs when this is a cuda model and every
+        tensor input is a CUDA tensor: then inputs and outputs stay on the
+        GPU (device-to-device copies, no host round trip)."""
+        if self.target != "cuda":
+            return None
+        devices = {v.device for v in values if _is_torch(v)}
+        if len(devices) == 1 and next(iter(devices)).type == "cuda" and \
+                all(_is_torch(v) for v in values):
+            return next(iter(devices))
+        return None
+
+    def _input_structs(self, values, device=None):
         keep, any_torch = [], False
         ins = (CTensor * max(1, len(values)))()
         for i, ((name, _, _), v) in enumerate(zip(self._in, values)):
+            if device is not None:
+                t = v.detach().contiguous()
+                code = _torch_dtype_code(t)
+                if code is None:
+                    raise MccError(f"input {i} ('{name}'): torch dtype {t.dtype} is not supported", 5)
+                keep.append(t)
+                _fill_device(ins[i], t, code, f"input {i} ('{name}')")
+                any_torch = True
+                continue
             arr, was_torch = _to_numpy(v)
             any_torch |= was_torch
             if not arr.dtype.isnative:
@@ -319,21 +361,24 @@ class Model:
         outputs are kept alive by call."""
         handle = self._live()
         values = self._feeds((), dict(feeds))
-        ins, keep, _ = self._input_structs(values)
-        outs, out_arrays = self._output_structs(out_shapes)
+        device = self._on_device(values)
+        ins, keep, _ = self._input_structs(values, device)
+        outs, out_arrays = self._output_structs(out_shapes, device)
         if outs is None:
             raise MccError("an output has a dynamic shape; pass its shape in out_shapes")
         keep += list(out_arrays.values()) + [ins, outs]
         run, rt, ni, no = self.runtime.lib.mcc_run, self.runtime, len(self._in), len(self._out)
+        sync = _stream_sync(device)
 
         def call(_keep=keep):
+            sync()
             s = run(handle, ins, ni, outs, no)
             if s:
                 rt.check(s, "mcc_run")
 
         return call, out_arrays
 
-    def _output_structs(self, out_shapes=None):
+    def _output_structs(self, out_shapes=None, device=None):
         outs = (CTensor * max(1, len(self._out)))()
         arrays = {}
         for i, (name, code, shape) in enumerate(self._out):
@@ -344,6 +389,12 @@ class Model:
             dt = DTYPES.get(code)
             if dt is None:
                 raise MccError(f"output {i} ('{name}'): dtype code {code} is not supported by this binding")
+            if device is not None:
+                import torch
+                t = torch.empty(shape, dtype=torch.from_numpy(np.empty(0, dt)).dtype, device=device)
+                arrays[name] = t
+                _fill_device(outs[i], t, code, f"output {i} ('{name}')")
+                continue
             arr = np.empty(shape, dtype=dt)
             arrays[name] = arr
             _fill(outs[i], arr, code, f"output {i} ('{name}')")
@@ -362,10 +413,16 @@ class Model:
     def _run(self, values):
         handle = self._live()
         lib, rt = self.runtime.lib, self.runtime
-        ins, keep, any_torch = self._input_structs(values)
-        outs, arrays = self._output_structs()
+        device = self._on_device(values)
+        ins, keep, any_torch = self._input_structs(values, device)
+        outs, arrays = self._output_structs(device=device)
+        if device is not None and outs is None:
+            raise MccError("CUDA tensors in and out need static output shapes")
         if outs is not None:
+            _stream_sync(device)()
             rt.check(lib.mcc_run(handle, ins, len(self._in), outs, len(self._out)))
+            if device is not None:
+                return arrays
         else:  # a dynamic output shape: let the runtime allocate, then copy
             outs = (CTensor * max(1, len(self._out)))()
             rt.check(lib.mcc_run_alloc(handle, ins, len(self._in), outs, len(self._out)))
@@ -387,6 +444,17 @@ class Model:
             import torch
             return {k: torch.from_numpy(v) for k, v in arrays.items()}
         return arrays
+
+
+def _stream_sync(device):
+    """The run reads its inputs on its own CUDA stream: work torch queued on
+    the current stream (what produced the inputs) must finish first. The
+    run itself ends synchronized, so its outputs are ready for torch."""
+    if device is None:
+        return lambda: None
+    import torch
+    stream = torch.cuda.current_stream(device)
+    return stream.synchronize
 
 
 def load(path, runtime=None):

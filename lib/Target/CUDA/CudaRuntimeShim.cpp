@@ -538,8 +538,9 @@ bool captureGraph(RunContext &ctx, BodyFn body, void **devices,
 
 } // namespace
 
-/// hostBuffers: inputs then outputs (host memory, as the runtime passes
-/// them); bytes: the size of each. The first run of a thread launches
+/// hostBuffers: inputs then outputs, in host memory or (CUDA tensors passed
+/// through the C API) device memory of the primary context; bytes: the size
+/// of each. The first run of a thread launches
 /// directly (and warms up cuBLAS); the second captures the run as a CUDA
 /// graph, which later runs replay (MCC_CUDA_GRAPHS=0 turns this off).
 SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
@@ -579,9 +580,16 @@ SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
         return 3;
   }
   runStream = ctx->stream;
+  // cuMemcpyAsync infers each copy's direction from the pointer (unified
+  // addressing): host arrays are uploaded, and device pointers (CUDA tensors
+  // of the caller, in the same primary context) are copied device to device
+  // without a trip through the host.
+  auto address = [](const void *p) {
+    return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p));
+  };
   for (int64_t i = 0; i < numInputs && !runFailed; ++i)
-    check(driver.cuMemcpyHtoDAsync(ctx->buffers[i], hostBuffers[i], bytes[i],
-                                   ctx->stream),
+    check(driver.cuMemcpyAsync(ctx->buffers[i], address(hostBuffers[i]),
+                               bytes[i], ctx->stream),
           "copying an input to the device");
   std::vector<void *> ptrs(n);
   for (int64_t i = 0; i < n; ++i)
@@ -596,9 +604,9 @@ SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
       body(ptrs.data(), reinterpret_cast<void *>(weights));
   }
   for (int64_t i = numInputs; i < n && !runFailed; ++i)
-    check(driver.cuMemcpyDtoHAsync(hostBuffers[i], ctx->buffers[i], bytes[i],
-                                   ctx->stream),
-          "copying an output to the host");
+    check(driver.cuMemcpyAsync(address(hostBuffers[i]), ctx->buffers[i],
+                               bytes[i], ctx->stream),
+          "copying an output out of the run");
   check(driver.cuStreamSynchronize(ctx->stream), "running the model");
   runStream = nullptr;
   ++ctx->runs;
