@@ -4,9 +4,11 @@
  * finalize-memref-to-llvm with use-generic-functions calls these hooks) and
  * frees them before it returns. Through malloc, every large buffer is a fresh
  * mmap and every page of it a page fault, each run again: about a tenth of
- * bert-base's time. Freed blocks are kept instead in a small per-thread cache
- * and handed back for the next request of the same size, which the next run
- * makes in the same order. A thread's cache is released when it exits.
+ * bert-base's time. Freed blocks are kept instead in a small cache and handed
+ * back for the next request of the same size, which the next run makes in
+ * the same order. The cache belongs to this model library (one per loaded
+ * .so, shared by the threads that run it, under a mutex: a run makes a few
+ * hundred requests) and is released when the library is unloaded.
  *
  *===----------------------------------------------------------------------===*/
 
@@ -15,56 +17,33 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-enum { kSlots = 64, kHeader = 64 };
-/* Cache at most this much per thread; bigger surpluses go back to malloc. */
+enum { kSlots = 128, kHeader = 64 };
+/* At most this much is kept; bigger surpluses go back to malloc. */
 static const size_t kMaxCachedBytes = (size_t)2 << 30;
 
-typedef struct {
+static struct {
+  pthread_mutex_t lock;
   void *block[kSlots];
   size_t size[kSlots];
   size_t count, bytes;
-} BufferCache;
-
-static pthread_key_t cacheKey;
-static pthread_once_t cacheOnce = PTHREAD_ONCE_INIT;
-
-static void releaseCache(void *p) {
-  BufferCache *c = (BufferCache *)p;
-  for (size_t i = 0; i < c->count; ++i)
-    free(c->block[i]);
-  free(c);
-}
-
-static void makeKey(void) { pthread_key_create(&cacheKey, releaseCache); }
-
-static BufferCache *threadCache(void) {
-  pthread_once(&cacheOnce, makeKey);
-  BufferCache *c = (BufferCache *)pthread_getspecific(cacheKey);
-  if (!c) {
-    c = (BufferCache *)calloc(1, sizeof(BufferCache));
-    if (c && pthread_setspecific(cacheKey, c) != 0) {
-      free(c);
-      c = NULL;
-    }
-  }
-  return c;
-}
+} cache = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}, 0, 0};
 
 /* Blocks carry their size in a 64-byte header, so the payload stays 64-byte
  * aligned and free() knows what it returns. */
 void *_mlir_memref_to_llvm_alloc(size_t size) {
-  BufferCache *c = threadCache();
-  if (c) {
-    for (size_t i = c->count; i-- > 0;) {
-      if (c->size[i] != size)
-        continue;
-      char *raw = (char *)c->block[i];
-      c->bytes -= size;
-      c->block[i] = c->block[--c->count];
-      c->size[i] = c->size[c->count];
-      return raw + kHeader;
-    }
+  pthread_mutex_lock(&cache.lock);
+  for (size_t i = cache.count; i-- > 0;) {
+    if (cache.size[i] != size)
+      continue;
+    char *raw = (char *)cache.block[i];
+    cache.bytes -= size;
+    --cache.count;
+    cache.block[i] = cache.block[cache.count];
+    cache.size[i] = cache.size[cache.count];
+    pthread_mutex_unlock(&cache.lock);
+    return raw + kHeader;
   }
+  pthread_mutex_unlock(&cache.lock);
   char *raw = (char *)aligned_alloc(kHeader, (size + 2 * kHeader - 1) /
                                                  kHeader * kHeader);
   if (!raw)
@@ -79,7 +58,8 @@ void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment, size_t size) {
   if (alignment <= kHeader)
     return _mlir_memref_to_llvm_alloc(size);
   char *p = (char *)_mlir_memref_to_llvm_alloc(size + alignment);
-  return p ? (void *)(((uintptr_t)p + alignment - 1) & ~(uintptr_t)(alignment - 1))
+  return p ? (void *)(((uintptr_t)p + alignment - 1) &
+                      ~(uintptr_t)(alignment - 1))
            : NULL;
 }
 
@@ -88,12 +68,21 @@ void _mlir_memref_to_llvm_free(void *p) {
     return;
   char *raw = (char *)p - kHeader;
   size_t size = *(size_t *)raw;
-  BufferCache *c = threadCache();
-  if (c && c->count < kSlots && c->bytes + size <= kMaxCachedBytes) {
-    c->block[c->count] = raw;
-    c->size[c->count++] = size;
-    c->bytes += size;
-    return;
+  pthread_mutex_lock(&cache.lock);
+  if (cache.count < kSlots && cache.bytes + size <= kMaxCachedBytes) {
+    cache.block[cache.count] = raw;
+    cache.size[cache.count++] = size;
+    cache.bytes += size;
+    raw = NULL;
   }
+  pthread_mutex_unlock(&cache.lock);
   free(raw);
+}
+
+__attribute__((destructor)) static void releaseBufferCache(void) {
+  pthread_mutex_lock(&cache.lock);
+  for (size_t i = 0; i < cache.count; ++i)
+    free(cache.block[i]);
+  cache.count = cache.bytes = 0;
+  pthread_mutex_unlock(&cache.lock);
 }
