@@ -268,9 +268,22 @@ void registerElementwiseLowerings() {
   {
     ElementwiseDef d;
     d.emit = [](OpBuilder &b, Location loc, ValueRange a, int32_t t) -> Value {
-      if (isF(t))
-        return arith::RemFOp::create(b, loc, a[0], a[1]);
       // Python-style modulo (fmod=0): the result takes the divisor's sign.
+      // For floats this is defined from opset 28 (numpy's np.mod).
+      if (isF(t)) {
+        Value r = arith::RemFOp::create(b, loc, a[0], a[1]);
+        Value zero = cst(b, loc, r, 0);
+        Value rNeg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                                           r, zero);
+        Value dNeg = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT,
+                                           a[1], zero);
+        Value nz = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, r,
+                                         zero);
+        Value fix = arith::AndIOp::create(
+            b, loc, arith::XOrIOp::create(b, loc, rNeg, dNeg), nz);
+        return arith::SelectOp::create(
+            b, loc, fix, arith::AddFOp::create(b, loc, r, a[1]), r);
+      }
       Value r = arith::RemSIOp::create(b, loc, a[0], a[1]);
       Value zero = cst(b, loc, r, 0);
       Value rNeg =
@@ -292,7 +305,7 @@ void registerElementwiseLowerings() {
     };
     opLowerings()["Mod"] = [d](NodeLowering &n) {
       ElementwiseDef dd = d;
-      if (n.attrInt("fmod", 0) || isF(n.dtype(0))) {
+      if (n.attrInt("fmod", 0)) {
         dd.emit = [](OpBuilder &b, Location loc, ValueRange a,
                      int32_t t) -> Value {
           if (isF(t))
@@ -856,21 +869,39 @@ void registerElementwiseLowerings() {
     };
     return d;
   });
-  registerWithAttrs("BitShift", [](NodeLowering &n) {
+  auto bitShift = [](NodeLowering &n) {
     bool left = n.attrString("direction", "LEFT") == "LEFT";
     ElementwiseDef d;
+    // Shifts by the bit width or more give 0 (as opset 28 defines it; LLVM
+    // would leave them undefined).
     d.emit = [left](OpBuilder &b, Location loc, ValueRange a,
                     int32_t) -> Value {
-      if (left)
-        return arith::ShLIOp::create(b, loc, a[0], a[1]);
-      return arith::ShRUIOp::create(b, loc, a[0], a[1]);
+      Value shifted = left ? (Value)arith::ShLIOp::create(b, loc, a[0], a[1])
+                           : (Value)arith::ShRUIOp::create(b, loc, a[0], a[1]);
+      unsigned width = a[0].getType().getIntOrFloatBitWidth();
+      Value tooFar =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, a[1],
+                                cst(b, loc, a[1], width));
+      return arith::SelectOp::create(b, loc, tooFar, cst(b, loc, a[0], 0),
+                                     shifted);
     };
     d.eval = [left](const std::vector<double> &v) {
       uint64_t x = static_cast<uint64_t>(v[0]), s = static_cast<uint64_t>(v[1]);
+      if (s >= 64)
+        return 0.0;
       return static_cast<double>(left ? (x << s) : (x >> s));
     };
     return d;
-  });
+  };
+  opLowerings()["BitShift"] = [bitShift](NodeLowering &n) -> LogicalResult {
+    // Signed inputs (opset 28: arithmetic right shifts, defined negative
+    // shift counts) are not implemented; unsigned ones are what every
+    // opset allows.
+    int32_t t = n.dtype(0);
+    if (t == 3 || t == 5 || t == 6 || t == 7)
+      return n.fail("BitShift of signed integers is not supported");
+    return lowerElementwise(n, bitShift(n));
+  };
   opLowerings()["Where"] = [](NodeLowering &n) -> LogicalResult {
     ElementwiseDef d;
     d.emit = [](OpBuilder &b, Location loc, ValueRange a, int32_t) -> Value {

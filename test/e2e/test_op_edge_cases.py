@@ -14,9 +14,9 @@ mcc = sys.argv[1]
 work = tempfile.mkdtemp(prefix="mcc-edge-")
 
 
-def run(nodes, inputs, outputs, feeds, name):
+def run(nodes, inputs, outputs, feeds, name, opset=17):
     g = helper.make_graph(nodes, name, inputs, outputs)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     path = os.path.join(work, name + ".onnx")
     onnx.save(m, path)
     so, npz, out = path + ".so", path + ".in.npz", path + ".out.npz"
@@ -47,4 +47,24 @@ for i in range(3):
         win = padded[2 * i: 2 * i + 2, 2 * j: 2 * j + 2]  # clipped by the array end
         exp[i, j] = win.sum() / win.size
 assert y.shape == (1, 1, 3, 3) and np.allclose(y[0, 0], exp, rtol=1e-6), (y, exp)
+# Mod with fmod=0 on floats (opset 28): numpy's np.mod, the result takes the
+# divisor's sign, also against infinities.
+a = np.array([5.5, -5.5, 5.5, -5.5, 3.0, -1.0, 2.0], np.float32)
+b = np.array([2.0, 2.0, -2.0, -2.0, np.inf, np.inf, -np.inf], np.float32)
+y = run([helper.make_node("Mod", ["A", "B"], ["Y"], fmod=0)],
+        [helper.make_tensor_value_info("A", TensorProto.FLOAT, [7]),
+         helper.make_tensor_value_info("B", TensorProto.FLOAT, [7])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], {"A": a, "B": b},
+        "mod_float_python", opset=28)["Y"]
+assert np.array_equal(y, np.mod(a, b)), (y, np.mod(a, b))
+
+# BitShift by the bit width or more gives 0 (LLVM would leave it undefined).
+x = np.array([1, 200, 7, 255], np.uint8)
+s_ = np.array([8, 9, 1, 7], np.uint8)
+y = run([helper.make_node("BitShift", ["X", "S"], ["Y"], direction="LEFT")],
+        [helper.make_tensor_value_info("X", TensorProto.UINT8, [4]),
+         helper.make_tensor_value_info("S", TensorProto.UINT8, [4])],
+        [helper.make_tensor_value_info("Y", TensorProto.UINT8, None)], {"X": x, "S": s_},
+        "bitshift_wide")["Y"]
+assert np.array_equal(y, np.array([0, 0, 14, 128], np.uint8)), y
 print("op edge cases: ok")

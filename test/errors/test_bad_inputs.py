@@ -154,7 +154,20 @@ check("malformed --gpu-arch",
        "--gpu-arch", "sm_xx"], "--gpu-arch 'sm_xx' is not an NVIDIA architecture", out)
 m = simple_model([helper.make_node("Relu", ["X"], ["Y"])], [X], [Y], opset=6)
 check("unsupported opset", compile_cmd(save(m, "opset6.onnx"), out),
-      "opset 6 is not supported (supported: 7 to 23)", out)
+      "opset 6 is not supported (supported: 7 to 28)", out)
+m = simple_model([helper.make_node("Relu", ["X"], ["Y"])], [X], [Y], opset=29)
+check("opset past the newest", compile_cmd(save(m, "opset29.onnx"), out),
+      "opset 29 is not supported (supported: 7 to 28)", out)
+m = simple_model([helper.make_node("Cast", ["X"], ["Y"], to=TensorProto.FLOAT, round_mode="up")],
+                 [X], [Y], opset=24)
+check("opset-24 attribute mcc lacks", compile_cmd(save(m, "roundmode.onnx"), out),
+      "attribute 'round_mode' of Cast (opset 24) is not supported", out)
+XI = helper.make_tensor_value_info("X", TensorProto.INT32, [2, 4])
+YI = helper.make_tensor_value_info("Y", TensorProto.INT32, [2, 4])
+m = simple_model([helper.make_node("BitShift", ["X", "X"], ["Y"], direction="LEFT")],
+                 [XI], [YI], opset=28)
+check("signed BitShift", compile_cmd(save(m, "bitshift.onnx"), out),
+      "BitShift of signed integers is not supported", out)
 
 # --- run-time cases -------------------------------------------------------
 good = os.path.join(W, "relu.so")
