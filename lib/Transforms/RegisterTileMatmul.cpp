@@ -35,7 +35,8 @@ struct KernelShape {
 };
 
 /// Emits the loops for C[batch..., m, n] += A[batch..., m, k] * B[batch...,
-/// k, n] with the leading `batch` indices fixed.
+/// k, n] with the leading `batch` indices fixed; a 2-D A (weights shared by
+/// the batch) is indexed without them.
 class MatmulEmitter {
 public:
   MatmulEmitter(OpBuilder &b, Location loc, Value a, Value bm, Value c,
