@@ -59,6 +59,24 @@ struct ConvShape {
   bool grouped;
 };
 
+/// out[i...] = x[inMap(i...)] over a fresh tensor of `shape`: the im2col
+/// gather, one parallel affine copy.
+Value gather(OpBuilder &b, Location loc, Value x, AffineMap inMap,
+             ArrayRef<int64_t> shape) {
+  Type et = cast<RankedTensorType>(x.getType()).getElementType();
+  unsigned rank = shape.size();
+  AffineMap outMap = AffineMap::getMultiDimIdentityMap(rank, b.getContext());
+  Value empty = tensor::EmptyOp::create(b, loc, shape, et);
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{empty.getType()}, ValueRange{x},
+             ValueRange{empty}, ArrayRef<AffineMap>{inMap, outMap}, iters,
+             [](OpBuilder &nb, Location l, ValueRange args) {
+               linalg::YieldOp::create(nb, l, args[0]);
+             })
+      .getResult(0);
+}
+
 /// Several images, not grouped: col[n, c, kh, kw, oh, ow] collapsed to
 /// [N, C*KH*KW, OH*OW], one column matrix per image (a reshape of the input
 /// for a 1x1, stride-1 convolution).
@@ -75,17 +93,7 @@ Value im2colPerImage(OpBuilder &b, Location loc, Value x, const ConvShape &s) {
   AffineMap inMap = AffineMap::get(
       6, 0, {d(0), d(1), d(4) * s.sh + d(2) * s.dh, d(5) * s.sw + d(3) * s.dw},
       ctx);
-  AffineMap outMap = AffineMap::getMultiDimIdentityMap(6, ctx);
-  Value empty = tensor::EmptyOp::create(
-      b, loc, ArrayRef<int64_t>{s.N, s.C, s.KH, s.KW, s.OH, s.OW}, et);
-  SmallVector<utils::IteratorType> iters(6, utils::IteratorType::parallel);
-  Value col = linalg::GenericOp::create(
-                  b, loc, TypeRange{empty.getType()}, ValueRange{x},
-                  ValueRange{empty}, ArrayRef<AffineMap>{inMap, outMap}, iters,
-                  [](OpBuilder &nb, Location l, ValueRange args) {
-                    linalg::YieldOp::create(nb, l, args[0]);
-                  })
-                  .getResult(0);
+  Value col = gather(b, loc, x, inMap, {s.N, s.C, s.KH, s.KW, s.OH, s.OW});
   return tensor::CollapseShapeOp::create(
       b, loc,
       RankedTensorType::get({s.N, s.C * s.KH * s.KW, s.OH * s.OW}, et), col,
@@ -119,20 +127,11 @@ Value im2col(OpBuilder &b, Location loc, Value x, const ConvShape &s) {
     in.push_back(getAffineDimExpr(0, ctx));
   in.append({d(0), d(4) * s.sh + d(1) * s.dh, d(5) * s.sw + d(2) * s.dw});
   AffineMap inMap = AffineMap::get(rank, 0, in, ctx);
-  AffineMap outMap = AffineMap::getMultiDimIdentityMap(rank, ctx);
   SmallVector<int64_t> colShape;
   if (s.grouped)
     colShape.push_back(s.G);
   colShape.append({s.C, s.KH, s.KW, s.N, s.OH, s.OW});
-  Value empty = tensor::EmptyOp::create(b, loc, colShape, et);
-  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
-  Value col = linalg::GenericOp::create(
-                  b, loc, TypeRange{empty.getType()}, ValueRange{x},
-                  ValueRange{empty}, ArrayRef<AffineMap>{inMap, outMap}, iters,
-                  [](OpBuilder &nb, Location l, ValueRange args) {
-                    linalg::YieldOp::create(nb, l, args[0]);
-                  })
-                  .getResult(0);
+  Value col = gather(b, loc, x, inMap, colShape);
   SmallVector<int64_t> flat;
   if (s.grouped)
     flat.push_back(s.G);

@@ -1,5 +1,6 @@
 //===- GpuLibraryCalls.cpp - matrix products through cuBLAS ---------------===//
 
+#include "mcc/Transforms/ContractionUtils.h"
 #include "mcc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -44,19 +45,6 @@ bool viewsGlobal(Value v) {
   return false;
 }
 
-/// batch_matmul with A's map (b, m, n, k) -> (m, k) and the usual B and C.
-bool broadcastsA(linalg::LinalgOp op) {
-  if (!isa<linalg::BatchMatmulOp>(op))
-    return false;
-  MLIRContext *ctx = op.getContext();
-  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  return maps.size() == 3 &&
-         maps[0] == AffineMap::get(4, 0, {d(1), d(3)}, ctx) &&
-         maps[1] == AffineMap::get(4, 0, {d(0), d(3), d(2)}, ctx) &&
-         maps[2] == AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx);
-}
-
 /// A as a [batch, m, k] view with batch stride 0.
 Value broadcastView(OpBuilder &b, Location loc, Value a, int64_t batch) {
   auto type = cast<MemRefType>(a.getType());
@@ -98,7 +86,7 @@ struct GpuLibraryCallsPass
       // A matmul with a transposing or broadcasting indexing_maps
       // attribute is not a plain product, except a batch_matmul whose A is
       // shared by the whole batch: cuBLAS takes that as batch stride 0.
-      if (op.hasUserDefinedMaps() && !broadcastsA(op))
+      if (op.hasUserDefinedMaps() && !mcc::isBatchMatmulWithSharedA(op))
         return;
       for (Value v : op->getOperands())
         if (!blasCompatible(v) || viewsGlobal(v))

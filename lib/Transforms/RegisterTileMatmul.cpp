@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mcc/Transforms/ContractionUtils.h"
 #include "mcc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -222,17 +223,6 @@ bool unitInnerStride(Value v) {
   return !strides.empty() && strides.back() == 1;
 }
 
-/// batch_matmul whose A is one matrix shared by every batch (its map is
-/// (b, m, n, k) -> (m, k)); B and C as usual.
-bool broadcastsA(linalg::BatchMatmulOp op) {
-  MLIRContext *ctx = op.getContext();
-  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  return maps.size() == 3 && maps[0] == AffineMap::get(4, 0, {d(1), d(3)}, ctx) &&
-         maps[1] == AffineMap::get(4, 0, {d(0), d(3), d(2)}, ctx) &&
-         maps[2] == AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx);
-}
-
 struct RegisterTileMatmulPass
     : mcc::impl::RegisterTileMatmulBase<RegisterTileMatmulPass> {
   using RegisterTileMatmulBase::RegisterTileMatmulBase;
@@ -248,7 +238,7 @@ struct RegisterTileMatmulPass
         if (mm.hasUserDefinedMaps())
           return;
       if (auto bmm = dyn_cast<linalg::BatchMatmulOp>(op.getOperation()))
-        if (bmm.hasUserDefinedMaps() && !broadcastsA(bmm))
+        if (bmm.hasUserDefinedMaps() && !mcc::isBatchMatmulWithSharedA(bmm))
           return;
       Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1],
             c = op.getDpsInits()[0];
