@@ -265,6 +265,47 @@ def compare(got, exp, rtol, atol):
     return ("values differ (%d of %d)" % (int(np.sum(got != exp)), exp.size), None)
 
 
+NEEDS_VALUE_RE = re.compile(r"input \d+ \('([^']+)'\) must be known at compile time")
+
+
+def compile_model(args, model_path, so, graph_inputs, ddir, frozen, res):
+    """Compiles the test model; on an error that asks for a graph input's value
+    at compile time (a shape, axes, scales ... input), freezes that input to
+    its value in `ddir` with --const-input and tries again. Returns True when
+    the .so is written, else records the failure in `res`."""
+    while True:
+        cmd = [args.mcc, "compile", model_path, "-o", so, "--target", "cpu"]
+        for name in frozen:
+            cmd += ["--const-input", "%s=%s" % (
+                name, os.path.join(ddir, "input_%d.pb" % graph_inputs.index(name)))]
+        try:
+            r = run_cmd(cmd, args.timeout)
+        except subprocess.TimeoutExpired:
+            res.update(status="timeout", cause="compile timed out after %ss" % args.timeout)
+            return False
+        if r.returncode == 0 and os.path.isfile(so):
+            return True
+        line = first_error_line(r.stderr) or ("exit code %d" % r.returncode)
+        m = NEEDS_VALUE_RE.search(line)
+        if m and r.returncode > 0 and not args.no_freeze:
+            needed = [m.group(1)] if m.group(1) in graph_inputs else [
+                # computed from graph inputs (an expanded function body):
+                # freeze the scalar ones it can only come from
+                n for k, n in enumerate(graph_inputs)
+                if load_pb(os.path.join(ddir, "input_%d.pb" % k)).size == 1]
+            needed = [n for n in needed if n not in frozen]
+            if needed:
+                frozen.extend(needed)
+                continue
+        cause = normalize_cause(line)
+        if r.returncode < 0:
+            cause = "compile crashed (signal %d)" % -r.returncode
+            line = "crashed with signal %d" % -r.returncode + (
+                "; " + line if r.stderr.strip() else "")
+        res.update(status="compile-fail", cause=cause, detail=line[:500])
+        return False
+
+
 def run_test(t, args, workdir):
     res = {"id": t["id"], "name": t["name"], "suite": t["suite"], "op_type": t["op_type"],
            "expanded": t["expanded"]}
@@ -305,33 +346,30 @@ def _run_test(t, args, workdir, res):
         # Through the environment, not `mcc run --threads` (which currently fails
         # with "no OpenMP runtime is loaded" because it is applied before the model loads).
         run_env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
+    graph_inputs = [i.name for i in model.graph.input
+                    if i.name not in {init.name for init in model.graph.initializer}]
+    sets = sorted(d for d in os.listdir(folder)
+                  if d.startswith("test_data_set_") and os.path.isdir(os.path.join(folder, d)))
+    if not sets:
+        res.update(status="skipped", cause="no test_data_set_* folder")
+        return
     try:
-        cmd = [args.mcc, "compile", model_path, "-o", so, "--target", "cpu"]
-        try:
-            r = run_cmd(cmd, args.timeout)
-        except subprocess.TimeoutExpired:
-            res.update(status="timeout", cause="compile timed out after %ss" % args.timeout)
-            return
-        if r.returncode != 0 or not os.path.isfile(so):
-            line = first_error_line(r.stderr) or ("exit code %d" % r.returncode)
-            cause = normalize_cause(line)
-            if r.returncode < 0:
-                cause = "compile crashed (signal %d)" % -r.returncode
-                line = "crashed with signal %d" % -r.returncode + (
-                    "; " + line if r.stderr.strip() else "")
-            res.update(status="compile-fail", cause=cause, detail=line[:500])
-            return
-
-        sets = sorted(d for d in os.listdir(folder)
-                      if d.startswith("test_data_set_") and os.path.isdir(os.path.join(folder, d)))
-        if not sets:
-            res.update(status="skipped", cause="no test_data_set_* folder")
-            return
+        frozen = []  # graph inputs frozen with --const-input, in the order asked for
+        compiled_for = None  # data set whose values the .so has frozen
         max_err = 0.0
         for ds in sets:
             ddir = os.path.join(folder, ds)
+            if compiled_for is None or (frozen and compiled_for != ds):
+                if not compile_model(args, model_path, so, graph_inputs, ddir, frozen, res):
+                    return
+                compiled_for = ds
             out_npz = os.path.join(tdir, ds + ".npz")
-            cmd = [args.mcc, "run", so, "--input", ddir, "--output", out_npz]
+            run_input = ddir
+            if frozen:  # the .so takes the other inputs only, by name
+                run_input = os.path.join(tdir, ds + "-inputs.npz")
+                np.savez(run_input, **{n: load_pb(os.path.join(ddir, "input_%d.pb" % k))
+                                       for k, n in enumerate(graph_inputs) if n not in frozen})
+            cmd = [args.mcc, "run", so, "--input", run_input, "--output", out_npz]
             try:
                 r = run_cmd(cmd, args.timeout, env=run_env)
             except subprocess.TimeoutExpired:
@@ -375,6 +413,8 @@ def _run_test(t, args, workdir, res):
                 res.update(status="skipped", cause="no expected outputs")
                 return
         res.update(status="pass")
+        if frozen:
+            res["frozen"] = frozen
     finally:
         if not args.keep:
             shutil.rmtree(tdir, ignore_errors=True)
@@ -436,6 +476,14 @@ def write_markdown(path, results, args, suites_info, elapsed, command):
     L.append("**%d of %d tests pass (%.1f%%)**; %d tests excluded (training, sequence, optional "
              "and non-tensor-I/O families; listed at the end)." % (passed, total, pct, len(skipped)))
     L.append("")
+    frozen = [r for r in results if r["status"] == "pass" and r.get("frozen")]
+    if frozen:
+        L.append("%d of the passes compile with a graph input frozen to its test value "
+                 "(`mcc compile --const-input NAME=input_K.pb`): the input is a shape, axes, "
+                 "scales, repeats or range operand, which mcc's static shapes need at compile "
+                 "time (the runner retries when the error names such an input; `--no-freeze` "
+                 "turns that off). They are listed at the end." % len(frozen))
+        L.append("")
     L.append("| Result | Tests |")
     L.append("|---|---|")
     for st in STATUS_ORDER:
@@ -504,6 +552,12 @@ def write_markdown(path, results, args, suites_info, elapsed, command):
             L.append("- `%s`%s" % (r["id"], md_escape(extra)))
         L.append("")
 
+    if frozen:
+        L.append("## Passes with frozen inputs")
+        L.append("")
+        for r in sorted(frozen, key=lambda r: r["name"]):
+            L.append("- `%s`: %s" % (r["name"], ", ".join("`%s`" % n for n in r["frozen"])))
+        L.append("")
     # Excluded
     L.append("## Excluded tests")
     L.append("")
@@ -543,6 +597,8 @@ def main():
     ap.add_argument("--min-pass", type=int, default=None, help="exit 1 if fewer tests pass")
     ap.add_argument("--workdir", help="scratch folder (default: a temp dir, removed at the end)")
     ap.add_argument("--keep", action="store_true", help="keep per-test .so/.npz files")
+    ap.add_argument("--no-freeze", action="store_true",
+                    help="never retry a compile with --const-input for inputs whose value it needs")
     ap.add_argument("--rtol", type=float, default=DEFAULT_RTOL)
     ap.add_argument("--atol", type=float, default=DEFAULT_ATOL)
     ap.add_argument("-q", "--quiet", action="store_true")

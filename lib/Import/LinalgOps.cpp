@@ -768,8 +768,8 @@ LogicalResult lowerArgExtreme(NodeLowering &n, bool isMax) {
 /// CumSum as a masked reduction over a second copy of the axis: O(n^2) in
 /// the axis length, which the models this serves keep short.
 LogicalResult lowerCumSum(NodeLowering &n) {
-  if (!n.isLiteral(1))
-    return n.fail("axis must be known at compile time");
+  if (failed(n.requireLiterals({1}, "axis")))
+    return failure();
   const Shape &in = n.shape(0);
   int64_t rank = in.size();
   int64_t axis = normalizeAxis(n.literal(1).getI(0), rank);

@@ -15,6 +15,7 @@
 #include "llvm/Support/Path.h"
 
 #include "onnx/defs/parser.h"
+#include "onnx/defs/schema.h"
 
 #include <google/protobuf/io/coded_stream.h>
 
@@ -108,6 +109,8 @@ public:
 
 private:
   LogicalResult importInputs(const onnx::GraphProto &graph);
+  LogicalResult importConstantInput(const onnx::ValueInfoProto &in,
+                                    const ConstantInput &value, Location loc);
   LogicalResult lowerNode(const onnx::NodeProto &node, int64_t opset);
   FailureOr<std::vector<uint8_t>> readExternal(const onnx::TensorProto &t,
                                                Location loc);
@@ -331,11 +334,57 @@ Value GraphLowering::materialize(GraphValue &v, Location loc) {
   return v.tensor;
 }
 
+LogicalResult GraphLowering::importConstantInput(const onnx::ValueInfoProto &in,
+                                                 const ConstantInput &value,
+                                                 Location loc) {
+  const auto &tt = in.type().tensor_type();
+  auto fail = [&](const Twine &why) {
+    emitError(loc) << "--const-input " << in.name() << ": " << why;
+    return failure();
+  };
+  if (options.inputShapes.count(in.name()))
+    return fail("the input also has a --shape; give one or the other");
+  if (tt.elem_type() != value.dtype)
+    return fail("the value has element type " + Twine(value.dtype) +
+                ", the input " + Twine(tt.elem_type()));
+  if (!isSupportedDType(value.dtype))
+    return fail("unsupported element type " + Twine(value.dtype));
+  std::vector<int64_t> shape = value.shape;
+  if (tt.has_shape() && tt.shape().dim_size() == 0 && shape.size() == 1 &&
+      shape[0] == 1)
+    shape.clear(); // one listed integer fills a scalar input
+  if (tt.has_shape()) {
+    if (tt.shape().dim_size() != static_cast<int>(shape.size()))
+      return fail("the value has rank " + Twine(shape.size()) +
+                  ", the input " + Twine(tt.shape().dim_size()));
+    for (int i = 0; i < tt.shape().dim_size(); ++i) {
+      const auto &d = tt.shape().dim(i);
+      if (d.has_dim_value() && d.dim_value() != shape[i])
+        return fail("axis " + Twine(i) + " is " + Twine(shape[i]) +
+                    ", the input fixes it to " + Twine(d.dim_value()));
+    }
+  }
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  if (static_cast<uint64_t>(count) * dtypeSize(value.dtype) !=
+      value.bytes.size())
+    return fail("the value holds " + Twine(value.bytes.size()) +
+                " bytes, its shape needs " +
+                Twine(count * dtypeSize(value.dtype)));
+  GraphValue v;
+  v.dtype = value.dtype;
+  v.shape = shape;
+  v.literal = Literal(value.dtype, shape, value.bytes);
+  values[in.name()] = std::move(v);
+  return success();
+}
+
 LogicalResult GraphLowering::importInputs(const onnx::GraphProto &graph) {
   std::set<std::string> initializerNames;
   for (const auto &init : graph.initializer())
     initializerNames.insert(init.name());
-  std::set<std::string> known;
+  std::set<std::string> known, frozen;
   for (const auto &in : graph.input()) {
     if (initializerNames.count(in.name()))
       continue; // an initializer listed as input (IR < 4 style): a constant
@@ -347,6 +396,13 @@ LogicalResult GraphLowering::importInputs(const onnx::GraphProto &graph) {
       return failure();
     }
     const auto &tt = in.type().tensor_type();
+    auto constant = options.constantInputs.find(in.name());
+    if (constant != options.constantInputs.end()) {
+      if (failed(importConstantInput(in, constant->second, loc)))
+        return failure();
+      frozen.insert(in.name());
+      continue;
+    }
     if (!isSupportedDType(tt.elem_type())) {
       emitError(loc) << "graph input '" << in.name()
                      << "' has unsupported element type " << tt.elem_type();
@@ -392,6 +448,15 @@ LogicalResult GraphLowering::importInputs(const onnx::GraphProto &graph) {
     result.inputs.push_back({in.name(), v.dtype, shape});
     values[in.name()] = v;
   }
+  for (auto &kv : options.constantInputs)
+    if (!frozen.count(kv.first)) {
+      emitError(fileLoc()) << "--const-input names '" << kv.first
+                           << "', which is not a graph input"
+                           << (initializerNames.count(kv.first)
+                                   ? " (it is an initializer)"
+                                   : "");
+      return failure();
+    }
   for (auto &kv : options.inputShapes)
     if (!known.count(kv.first)) {
       std::string names;
@@ -445,6 +510,21 @@ LogicalResult GraphLowering::lowerNode(const onnx::NodeProto &node,
                      << "' is not defined before it";
       return failure();
     }
+  // Before opset 7 (Debian's oldest node tests use 1 and 6), accept an op
+  // only where the model's opset resolves to the same schema version as
+  // opset 7 does: the lowerings implement the schemas from 7 on.
+  if (opset < 7) {
+    const auto *old = onnx::OpSchemaRegistry::Schema(node.op_type(), opset);
+    const auto *at7 = onnx::OpSchemaRegistry::Schema(node.op_type(), 7);
+    if (!old || !at7 || old->SinceVersion() != at7->SinceVersion()) {
+      emitError(loc) << "node '" << nodeName << "': " << node.op_type()
+                     << " at opset " << opset << " is version "
+                     << (old ? old->SinceVersion() : 0)
+                     << ", older than the one mcc implements (version "
+                     << (at7 ? at7->SinceVersion() : 0) << ", opset 7 on)";
+      return failure();
+    }
+  }
   // Opsets 24-28 gave these ops an attribute that selects behaviour mcc
   // does not implement; without it they mean what they meant in opset 23.
   if (opset > 23) {
@@ -497,10 +577,10 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
     emitError(fileLoc()) << "model imports no default-domain opset";
     return failure();
   }
-  if (opset < 7 || opset > kMaxOpset) {
+  if (opset < 1 || opset > kMaxOpset) {
     emitError(fileLoc()) << "default-domain opset " << opset
-                         << " is not supported (supported: 7 to " << kMaxOpset
-                         << ")";
+                         << " is not supported (supported: 1 to " << kMaxOpset
+                         << "; before 7, only ops unchanged since)";
     return failure();
   }
   result.opsetVersion = opset;
@@ -595,6 +675,16 @@ bool NodeLowering::allInputsLiteral() const {
   return true;
 }
 
+LogicalResult NodeLowering::requireLiterals(std::initializer_list<size_t> inputs,
+                                            StringRef what) const {
+  for (size_t i : inputs)
+    if (hasInput(i) && !isLiteral(i))
+      return fail(what + ": input " + Twine(i) + " ('" + node_.input(i) +
+                  "') must be known at compile time (mcc compiles static "
+                  "shapes; a graph input can be frozen with --const-input)");
+  return success();
+}
+
 Value NodeLowering::value(size_t i) {
   return graph_.materialize(*graph_.lookup(node_.input(i)), loc_);
 }
@@ -671,11 +761,8 @@ std::string NodeLowering::attrString(llvm::StringRef name,
 FailureOr<std::optional<std::vector<int64_t>>>
 NodeLowering::intsFromInputOrAttr(size_t i, llvm::StringRef name) {
   if (hasInput(i)) {
-    if (!isLiteral(i)) {
-      (void)fail("input " + Twine(i) + " ('" + node_.input(i) +
-                 "') must be known at compile time");
+    if (failed(requireLiterals({i}, name)))
       return failure();
-    }
     return std::optional<std::vector<int64_t>>(literal(i).toInts());
   }
   if (hasAttr(name))

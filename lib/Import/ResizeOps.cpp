@@ -63,8 +63,13 @@ FailureOr<Taps> axisTaps(NodeLowering &n, int64_t in, int64_t out, double scale,
       x = offset + (o + 0.5) / scale - 0.5;
     } else if (coord == "pytorch_half_pixel")
       x = out > 1 ? (o + 0.5) / scale - 0.5 : 0;
-    else if (coord == "align_corners")
-      x = out == 1 ? 0 : o * (in - 1) / double(out - 1);
+    else if (coord == "align_corners") {
+      // The resized length is in * scale unrounded, as in the ONNX reference
+      // (it differs from `out` when scales, not sizes, were given).
+      double length = in * scale;
+      x = length == 1 ? 0 : o * (in - 1) / (length - 1);
+    } else if (coord == "tf_half_pixel_for_nn")
+      x = (o + 0.5) / scale;
     else if (coord == "asymmetric")
       x = o / scale;
     else if (coord == "tf_crop_and_resize")
@@ -212,10 +217,11 @@ LogicalResult lowerResize(NodeLowering &n) {
     a = normalizeAxis(a, rank);
   std::vector<double> scales(rank, 1.0), roiS(rank, 0.0), roiE(rank, 1.0);
   Shape out = in;
-  for (size_t i : {scalesIdx, sizesIdx, roiIdx})
-    if (i < 4 && n.hasInput(i) && !n.isLiteral(i) &&
-        !(n.opset() < 11 && i != scalesIdx))
-      return n.fail("scales/sizes/roi must be known at compile time");
+  if (failed(n.opset() < 11
+                 ? n.requireLiterals({scalesIdx}, "scales")
+                 : n.requireLiterals({roiIdx, scalesIdx, sizesIdx},
+                                     "roi/scales/sizes")))
+    return failure();
   bool haveSizes =
       n.opset() >= 11 && n.hasInput(sizesIdx) && n.literal(sizesIdx).size() > 0;
   if (haveSizes) {

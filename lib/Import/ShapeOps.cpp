@@ -39,8 +39,8 @@ void setReshaped(NodeLowering &n, const Shape &shape) {
 }
 
 LogicalResult lowerReshape(NodeLowering &n) {
-  if (!n.isLiteral(1))
-    return n.fail("the target shape must be known at compile time");
+  if (failed(n.requireLiterals({1}, "the target shape")))
+    return failure();
   std::vector<int64_t> target = n.literal(1).toInts();
   const Shape &in = n.shape(0);
   bool allowZero = n.attrInt("allowzero", 0) != 0;
@@ -271,9 +271,8 @@ LogicalResult lowerSlice(NodeLowering &n) {
         axes.push_back(i);
     steps.assign(starts.size(), 1);
   } else {
-    for (size_t i = 1; i < 5; ++i)
-      if (n.hasInput(i) && !n.isLiteral(i))
-        return n.fail("starts/ends/axes/steps must be known at compile time");
+    if (failed(n.requireLiterals({1, 2, 3, 4}, "starts/ends/axes/steps")))
+      return failure();
     starts = n.literal(1).toInts();
     ends = n.literal(2).toInts();
     if (n.hasInput(3))
@@ -485,8 +484,8 @@ LogicalResult lowerSplit(NodeLowering &n) {
 }
 
 LogicalResult lowerExpand(NodeLowering &n) {
-  if (!n.isLiteral(1))
-    return n.fail("the target shape must be known at compile time");
+  if (failed(n.requireLiterals({1}, "the target shape")))
+    return failure();
   Shape out;
   if (!broadcastShapes({n.shape(0), n.literal(1).toInts()}, out))
     return n.fail("cannot expand " + formatShape(n.shape(0)) + " to " +
@@ -509,8 +508,8 @@ LogicalResult lowerExpand(NodeLowering &n) {
 }
 
 LogicalResult lowerTile(NodeLowering &n) {
-  if (!n.isLiteral(1))
-    return n.fail("repeats must be known at compile time");
+  if (failed(n.requireLiterals({1}, "repeats")))
+    return failure();
   std::vector<int64_t> reps = n.literal(1).toInts();
   const Shape &in = n.shape(0);
   if (reps.size() != in.size())
@@ -571,8 +570,8 @@ LogicalResult lowerShape(NodeLowering &n) {
 }
 
 LogicalResult lowerConstantOfShape(NodeLowering &n) {
-  if (!n.isLiteral(0))
-    return n.fail("the shape must be known at compile time");
+  if (failed(n.requireLiterals({0}, "the shape")))
+    return failure();
   Shape shape = n.literal(0).toInts();
   int64_t count = 1;
   for (int64_t d : shape)
@@ -628,8 +627,8 @@ LogicalResult lowerConstant(NodeLowering &n) {
 }
 
 LogicalResult lowerRange(NodeLowering &n) {
-  if (!n.allInputsLiteral())
-    return n.fail("start, limit and delta must be known at compile time");
+  if (failed(n.requireLiterals({0, 1, 2}, "start, limit and delta")))
+    return failure();
   double start = n.literal(0).getAsDouble(0),
          limit = n.literal(1).getAsDouble(0),
          delta = n.literal(2).getAsDouble(0);
@@ -658,8 +657,8 @@ LogicalResult lowerPad(NodeLowering &n) {
   int64_t rank = in.size();
   std::vector<int64_t> axes;
   if (n.hasInput(3)) {
-    if (!n.isLiteral(3))
-      return n.fail("axes must be known at compile time");
+    if (failed(n.requireLiterals({3}, "axes")))
+      return failure();
     for (int64_t a : n.literal(3).toInts())
       axes.push_back(normalizeAxis(a, rank));
   } else {
@@ -676,8 +675,8 @@ LogicalResult lowerPad(NodeLowering &n) {
   }
   double padValue = n.attrFloat("value", 0.0f); // Pad-2's attribute form
   if (n.hasInput(2)) {
-    if (!n.isLiteral(2))
-      return n.fail("constant_value must be known at compile time");
+    if (failed(n.requireLiterals({2}, "constant_value")))
+      return failure();
     padValue = n.literal(2).getAsDouble(0);
   }
   Shape out;
@@ -925,8 +924,8 @@ LogicalResult lowerDepthSpace(NodeLowering &n, bool toSpace) {
 }
 
 LogicalResult lowerOneHot(NodeLowering &n) {
-  if (!n.isLiteral(1) || !n.isLiteral(2))
-    return n.fail("depth and values must be known at compile time");
+  if (failed(n.requireLiterals({1, 2}, "depth and values")))
+    return failure();
   int64_t depth = static_cast<int64_t>(n.literal(1).getAsDouble(0));
   if (depth <= 0)
     return n.fail("depth must be positive");

@@ -350,4 +350,26 @@ bool readRunInputs(const std::string &path,
   return true;
 }
 
+bool readTensorFile(const std::string &path, HostTensor &tensor,
+                    std::string &error) {
+  auto endsWith = [&](const char *ext) {
+    size_t n = std::strlen(ext);
+    return path.size() >= n && path.compare(path.size() - n, n, ext) == 0;
+  };
+  if (endsWith(".pb"))
+    return readTensorProto(path, tensor, error);
+  if (!endsWith(".npy")) {
+    error = path + ": expected a .npy or .pb file";
+    return false;
+  }
+  std::ifstream f(path, std::ios::binary);
+  if (!f) {
+    error = path + ": cannot open";
+    return false;
+  }
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)),
+                             std::istreambuf_iterator<char>());
+  return parseNpy(path, bytes, tensor, error);
+}
+
 } // namespace mcc

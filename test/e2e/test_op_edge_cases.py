@@ -67,4 +67,38 @@ y = run([helper.make_node("BitShift", ["X", "S"], ["Y"], direction="LEFT")],
         [helper.make_tensor_value_info("Y", TensorProto.UINT8, None)], {"X": x, "S": s_},
         "bitshift_wide")["Y"]
 assert np.array_equal(y, np.array([0, 0, 14, 128], np.uint8)), y
+# --const-input: a Reshape whose target shape is a graph input compiles once
+# that input is frozen (inline integers), and the .so no longer takes it.
+path = os.path.join(work, "reshape_frozen.onnx")
+onnx.save(helper.make_model(helper.make_graph(
+    [helper.make_node("Reshape", ["X", "S"], ["Y"])], "reshape_frozen",
+    [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 3, 4]),
+     helper.make_tensor_value_info("S", TensorProto.INT64, [3])],
+    [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)]),
+    opset_imports=[helper.make_opsetid("", 17)]), path)
+x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+np.savez(path + ".in.npz", X=x)
+subprocess.run([mcc, "compile", path, "-o", path + ".so", "--const-input", "S=0,-1,2"], check=True)
+subprocess.run([mcc, "run", path + ".so", "--input", path + ".in.npz", "--output",
+                path + ".out.npz"], check=True)
+y = np.load(path + ".out.npz")["Y"]
+assert y.shape == (2, 6, 2) and np.array_equal(y, x.reshape(2, 6, 2)), y.shape
+# ... and from a .npy file: CumSum's scalar axis.
+path = os.path.join(work, "cumsum_frozen.onnx")
+onnx.save(helper.make_model(helper.make_graph(
+    [helper.make_node("CumSum", ["X", "A"], ["Y"], reverse=1)], "cumsum_frozen",
+    [helper.make_tensor_value_info("X", TensorProto.FLOAT, [3, 4]),
+     helper.make_tensor_value_info("A", TensorProto.INT32, [])],
+    [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)]),
+    opset_imports=[helper.make_opsetid("", 17)]), path)
+np.save(path + ".axis.npy", np.array(1, np.int32))
+x = np.arange(12, dtype=np.float32).reshape(3, 4)
+np.savez(path + ".in.npz", X=x)
+subprocess.run([mcc, "compile", path, "-o", path + ".so", "--const-input",
+                "A=" + path + ".axis.npy"], check=True)
+subprocess.run([mcc, "run", path + ".so", "--input", path + ".in.npz", "--output",
+                path + ".out.npz"], check=True)
+y = np.load(path + ".out.npz")["Y"]
+assert np.array_equal(y, np.flip(np.cumsum(np.flip(x, 1), 1), 1)), y
+
 print("op edge cases: ok")

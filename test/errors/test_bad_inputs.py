@@ -152,12 +152,31 @@ check("unknown --cpu", compile_cmd(save(m, "cpu.onnx"), out, "--cpu", "bogus"),
 check("malformed --gpu-arch",
       [args.mcc, "compile", save(m, "arch.onnx"), "-o", out, "--target", "cuda",
        "--gpu-arch", "sm_xx"], "--gpu-arch 'sm_xx' is not an NVIDIA architecture", out)
-m = simple_model([helper.make_node("Relu", ["X"], ["Y"])], [X], [Y], opset=6)
-check("unsupported opset", compile_cmd(save(m, "opset6.onnx"), out),
-      "opset 6 is not supported (supported: 7 to 28)", out)
+m = simple_model([helper.make_node("Relu", ["X"], ["Y"])], [X], [Y], opset=5)
+check("op older than opset 7's", compile_cmd(save(m, "opset5.onnx"), out),
+      "Relu at opset 5 is version 1, older than the one mcc implements (version 6", out)
 m = simple_model([helper.make_node("Relu", ["X"], ["Y"])], [X], [Y], opset=29)
 check("opset past the newest", compile_cmd(save(m, "opset29.onnx"), out),
-      "opset 29 is not supported (supported: 7 to 28)", out)
+      "opset 29 is not supported (supported: 1 to 28", out)
+S = helper.make_tensor_value_info("S", TensorProto.INT64, [2])
+m = simple_model([helper.make_node("Reshape", ["X", "S"], ["Y"])], [X, S], [Y])
+reshape_in = save(m, "reshape_input.onnx")
+check("shape input not frozen", compile_cmd(reshape_in, out),
+      "the target shape: input 1 ('S') must be known at compile time", out)
+check("--const-input for a non-input", compile_cmd(reshape_in, out, "--const-input", "Z=1,2"),
+      "--const-input names 'Z', which is not a graph input", out)
+check("--const-input of the wrong length", compile_cmd(reshape_in, out, "--const-input", "S=1,2,3"),
+      "--const-input S: axis 0 is 3, the input fixes it to 2", out)
+np.save(os.path.join(W, "s_f32.npy"), np.array([2, 4], np.float32))
+check("--const-input of the wrong dtype",
+      compile_cmd(reshape_in, out, "--const-input", "S=" + os.path.join(W, "s_f32.npy")),
+      "--const-input S: the value has element type 1, the input 7", out)
+check("--const-input file missing",
+      compile_cmd(reshape_in, out, "--const-input", "S=" + os.path.join(W, "nope.npy")),
+      "--const-input S: " + os.path.join(W, "nope.npy") + ": cannot open", out)
+check("--const-input and --shape together",
+      compile_cmd(reshape_in, out, "--const-input", "S=2,4", "--shape", "S=2"),
+      "the input also has a --shape", out)
 m = simple_model([helper.make_node("Cast", ["X"], ["Y"], to=TensorProto.FLOAT, round_mode="up")],
                  [X], [Y], opset=24)
 check("opset-24 attribute mcc lacks", compile_cmd(save(m, "roundmode.onnx"), out),

@@ -9,6 +9,7 @@
 #include "mcc/Import/OnnxImporter.h"
 #include "mcc/Pipelines/Pipelines.h"
 #include "mcc/Support/ModelCommands.h"
+#include "mcc/Support/TensorIO.h"
 #include "mcc/Target/CPU/SharedLibraryWriter.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -25,7 +26,9 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstring>
 #include <regex>
+#include <sstream>
 
 namespace {
 
@@ -52,6 +55,42 @@ bool parseShape(const std::string &spec, std::string &name,
     }
     dims.push_back(std::stoll(d));
   }
+  return true;
+}
+
+/// --const-input NAME=VALUE: VALUE is a .npy or .pb file, or a
+/// comma-separated list of integers (an int64 vector; one element also
+/// fills a rank-0 input).
+bool parseConstantInput(const std::string &spec, std::string &name,
+                        mcc::ConstantInput &value, std::string &error) {
+  size_t eq = spec.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
+    error = "--const-input '" + spec + "': expected NAME=FILE.npy|FILE.pb or "
+            "NAME=INT,INT,...";
+    return false;
+  }
+  name = spec.substr(0, eq);
+  std::string rest = spec.substr(eq + 1);
+  static const std::regex ints("-?[0-9]+(,-?[0-9]+)*");
+  if (std::regex_match(rest, ints)) {
+    std::vector<int64_t> v;
+    std::stringstream ss(rest);
+    for (std::string item; std::getline(ss, item, ',');)
+      v.push_back(std::stoll(item));
+    value.dtype = MCC_INT64;
+    value.shape = {static_cast<int64_t>(v.size())};
+    value.bytes.resize(v.size() * sizeof(int64_t));
+    std::memcpy(value.bytes.data(), v.data(), value.bytes.size());
+    return true;
+  }
+  mcc::HostTensor t;
+  if (!mcc::readTensorFile(rest, t, error)) {
+    error = "--const-input " + name + ": " + error;
+    return false;
+  }
+  value.dtype = t.dtype;
+  value.shape = t.shape;
+  value.bytes = std::move(t.data);
   return true;
 }
 
@@ -102,7 +141,7 @@ int main(int argc, char **argv) {
   app.add_flag("-v,--verbose", verbose, "Log each step");
 
   std::string input, output, target = "cpu", dumpDir, cpu;
-  std::vector<std::string> shapes;
+  std::vector<std::string> shapes, constInputs;
   bool text = false;
   auto *compile =
       app.add_subcommand("compile", "Compile an ONNX model to a .so");
@@ -112,6 +151,9 @@ int main(int argc, char **argv) {
       ->check(CLI::IsMember({"cpu", "cuda"}));
   compile->add_option("--shape", shapes,
                       "Pin an input's shape: NAME=2x16 (repeatable)");
+  compile->add_option("--const-input", constInputs,
+                      "Freeze an input to a value: NAME=FILE.npy|FILE.pb or "
+                      "NAME=INT,INT,... (repeatable)");
   std::string weightsMode = "auto";
   compile
       ->add_option("--weights", weightsMode,
@@ -130,6 +172,8 @@ int main(int argc, char **argv) {
   auto *import = app.add_subcommand("import", "Print the tensor-level MLIR");
   import->add_option("model", input, "The .onnx file")->required();
   import->add_option("--shape", shapes, "Pin an input's shape (repeatable)");
+  import->add_option("--const-input", constInputs,
+                     "Freeze an input to a value (repeatable)");
   import->add_flag("--text", text, "The input is ONNX textual syntax");
 
   std::string runInput, runOutput;
@@ -190,6 +234,15 @@ int main(int argc, char **argv) {
       return 1;
     }
     options.import.inputShapes[name] = dims;
+  }
+  for (const std::string &s : constInputs) {
+    std::string name, error;
+    mcc::ConstantInput value;
+    if (!parseConstantInput(s, name, value, error)) {
+      spdlog::error("{}", error);
+      return 1;
+    }
+    options.import.constantInputs[name] = std::move(value);
   }
 
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);

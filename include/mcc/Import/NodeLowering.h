@@ -55,6 +55,11 @@ public:
   bool isLiteral(size_t i) const { return input(i).literal.has_value(); }
   const Literal &literal(size_t i) const { return *input(i).literal; }
   bool allInputsLiteral() const;
+  /// Fails unless each of `inputs` that is present is known at compile
+  /// time, naming the first that is not ("<what>: input 1 ('shape') must be
+  /// known at compile time ...") so the user can freeze it (--const-input).
+  mlir::LogicalResult requireLiterals(std::initializer_list<size_t> inputs,
+                                      llvm::StringRef what) const;
   /// The input as an SSA tensor, materializing a literal if needed.
   mlir::Value value(size_t i);
 

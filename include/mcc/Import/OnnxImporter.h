@@ -23,9 +23,21 @@
 
 namespace mcc {
 
+/// A graph input whose value is given at compile time (--const-input).
+struct ConstantInput {
+  int32_t dtype = 1; // onnx.TensorProto.DataType
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+};
+
 struct ImportOptions {
   /// Pinned shapes per graph input name (from --shape NAME=2x16).
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// Graph inputs frozen to a value (from --const-input NAME=...): they
+  /// become constants and leave the .so's input list. This is how a shape,
+  /// axes or scales input that an exporter left as a graph input is fixed
+  /// for static compilation.
+  std::map<std::string, ConstantInput> constantInputs;
   /// Literals with more elements than this become weight arguments instead
   /// of inline constants.
   int64_t inlineConstantLimit = 16;

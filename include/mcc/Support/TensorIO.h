@@ -38,6 +38,11 @@ bool writeNpz(const std::string &path, const std::vector<HostTensor> &tensors,
 bool readTensorProto(const std::string &path, HostTensor &tensor,
                      std::string &error);
 
+/// Reads one tensor from a .npy file or an onnx.TensorProto (.pb) file,
+/// chosen by the extension.
+bool readTensorFile(const std::string &path, HostTensor &tensor,
+                    std::string &error);
+
 /// Reads the inputs of a run from a .npz keyed by input names or from a
 /// folder in ONNX test-data layout (input_<i>.pb in graph-input order).
 /// `names` are the model's input names, in order; the result follows them.
