@@ -45,6 +45,11 @@ static void ensureRegistered() {
     registerNormalizationLowerings();
     registerResizeLowerings();
     registerLossLowerings();
+    registerContractionLowerings();
+    registerRecurrentLowerings();
+    registerSignalLowerings();
+    registerIndexingLowerings();
+    registerQuantizeLowerings();
     return true;
   }();
   (void)done;

@@ -114,6 +114,11 @@ void registerLinalgLowerings();
 void registerNormalizationLowerings();
 void registerResizeLowerings();
 void registerLossLowerings();
+void registerContractionLowerings();
+void registerRecurrentLowerings();
+void registerSignalLowerings();
+void registerIndexingLowerings();
+void registerQuantizeLowerings();
 
 //===--- IR helpers shared by op lowerings
 //---------------------------------===//
