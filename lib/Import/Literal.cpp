@@ -125,14 +125,37 @@ static uint16_t floatToHalf(float f) {
   return half;
 }
 
+std::shared_ptr<Literal::Bytes> Literal::ownedBytes(std::vector<uint8_t> v) {
+  auto b = std::make_shared<Bytes>();
+  b->owned = std::move(v);
+  b->data = b->owned.data();
+  b->size = b->owned.size();
+  return b;
+}
+
 Literal::Literal(int32_t dtype, Shape shape)
     : dtype_(dtype), shape_(std::move(shape)),
-      bytes_(std::make_shared<std::vector<uint8_t>>(numElements(shape_) *
-                                                    dtypeSize(dtype))) {}
+      bytes_(ownedBytes(std::vector<uint8_t>(numElements(shape_) *
+                                             dtypeSize(dtype)))) {}
 
 Literal::Literal(int32_t dtype, Shape shape, std::vector<uint8_t> bytes)
     : dtype_(dtype), shape_(std::move(shape)),
-      bytes_(std::make_shared<std::vector<uint8_t>>(std::move(bytes))) {}
+      bytes_(ownedBytes(std::move(bytes))) {}
+
+Literal::Literal(int32_t dtype, Shape shape, const uint8_t *data,
+                 std::shared_ptr<const void> owner)
+    : dtype_(dtype), shape_(std::move(shape)),
+      bytes_(std::make_shared<Bytes>()) {
+  bytes_->owner = std::move(owner);
+  bytes_->data = data;
+  bytes_->size = numElements(shape_) * dtypeSize(dtype_);
+}
+
+uint8_t *Literal::mutableData() {
+  if (bytes_->owner || bytes_.use_count() > 1)
+    bytes_ = ownedBytes(std::vector<uint8_t>(data(), data() + byteSize()));
+  return bytes_->owned.data();
+}
 
 template <typename T> static T load(const uint8_t *p, int64_t i) {
   T v;

@@ -18,7 +18,10 @@
 #include "onnx/defs/schema.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -64,6 +67,44 @@ std::vector<std::string> supportedOnnxOps() {
 }
 
 //===----------------------------------------------------------------------===//
+// WeightBlob
+//===----------------------------------------------------------------------===//
+
+uint64_t WeightBlob::append(const Literal &lit) {
+  uint64_t offset = (size_ + 63) / 64 * 64;
+  records_.push_back(lit);
+  offsets_.push_back(offset);
+  size_ = offset + lit.byteSize();
+  return offset;
+}
+
+void WeightBlob::read(uint64_t offset, uint64_t n, uint8_t *dst) const {
+  std::memset(dst, 0, n);
+  uint64_t end = offset + n;
+  // Records are sorted by offset: start at the last one beginning <= offset.
+  size_t i = std::upper_bound(offsets_.begin(), offsets_.end(), offset) -
+             offsets_.begin();
+  for (i = i ? i - 1 : 0; i < records_.size() && offsets_[i] < end; ++i) {
+    uint64_t lo = std::max(offset, offsets_[i]);
+    uint64_t hi = std::min(end, offsets_[i] + records_[i].byteSize());
+    if (lo < hi)
+      std::memcpy(dst + (lo - offset), records_[i].data() + (lo - offsets_[i]),
+                  hi - lo);
+  }
+}
+
+void WeightBlob::write(llvm::raw_ostream &os) const {
+  static const char zeros[64] = {};
+  uint64_t at = 0;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    os.write(zeros, offsets_[i] - at);
+    os.write(reinterpret_cast<const char *>(records_[i].data()),
+             records_[i].byteSize());
+    at = offsets_[i] + records_[i].byteSize();
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // GraphLowering
 //===----------------------------------------------------------------------===//
 
@@ -75,6 +116,9 @@ public:
         baseDir(std::move(baseDir)), options(options) {}
 
   FailureOr<ImportedModel> run(const onnx::ModelProto &model);
+
+  /// Keeps the parsed model alive while literals borrow its raw_data.
+  std::shared_ptr<const onnx::ModelProto> modelOwner;
 
   Value materialize(GraphValue &v, Location loc);
   GraphValue *lookup(const std::string &name) {
@@ -117,8 +161,14 @@ private:
   LogicalResult importConstantInput(const onnx::ValueInfoProto &in,
                                     const ConstantInput &value, Location loc);
   LogicalResult lowerNode(const onnx::NodeProto &node, int64_t opset);
-  FailureOr<std::vector<uint8_t>> readExternal(const onnx::TensorProto &t,
-                                               Location loc);
+  struct ExternalSlice {
+    const uint8_t *data;
+    uint64_t size;
+    std::shared_ptr<const void> owner;
+  };
+  FailureOr<ExternalSlice> readExternal(const onnx::TensorProto &t,
+                                        Location loc);
+
 
   MLIRContext &ctx;
   OpBuilder builder;
@@ -129,9 +179,10 @@ private:
   ImportedModel result;
   std::vector<Type> weightTypes;
   std::map<const void *, std::string> initializerStorage;
+  std::map<std::string, std::shared_ptr<llvm::MemoryBuffer>> externalFiles;
 };
 
-FailureOr<std::vector<uint8_t>>
+FailureOr<GraphLowering::ExternalSlice>
 GraphLowering::readExternal(const onnx::TensorProto &t, Location loc) {
   std::string location;
   uint64_t offset = 0;
@@ -178,13 +229,23 @@ GraphLowering::readExternal(const onnx::TensorProto &t, Location loc) {
     return err("range [" + std::to_string(offset) + ", " +
                std::to_string(offset + want) + ") exceeds file '" + location +
                "' of " + std::to_string(fileSize) + " bytes");
-  std::vector<uint8_t> bytes(want);
-  std::ifstream in(std::string(real), std::ios::binary);
-  in.seekg(static_cast<std::streamoff>(offset));
-  if (!in.read(reinterpret_cast<char *>(bytes.data()),
-               static_cast<std::streamsize>(want)))
-    return err("file '" + location + "' could not be read");
-  return bytes;
+  // Each data file is mapped once, read-only; literals borrow slices of it,
+  // so weights are never copied into the compiler's memory (their pages
+  // are file-backed and only read when written out or folded).
+  std::shared_ptr<llvm::MemoryBuffer> &file = externalFiles[std::string(real)];
+  if (!file) {
+    auto buffer = llvm::MemoryBuffer::getFile(real, /*IsText=*/false,
+                                              /*RequiresNullTerminator=*/false);
+    if (!buffer)
+      return err("file '" + location +
+                 "' could not be read: " + buffer.getError().message());
+    file = std::move(*buffer);
+  }
+  if (file->getBufferSize() < offset + want)
+    return err("file '" + location + "' changed size while compiling");
+  return ExternalSlice{
+      reinterpret_cast<const uint8_t *>(file->getBufferStart()) + offset, want,
+      file};
 }
 
 FailureOr<Literal>
@@ -220,18 +281,22 @@ GraphLowering::literalFromTensorProto(const onnx::TensorProto &t,
     return failure();
   };
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    auto bytes = readExternal(t, loc);
-    if (failed(bytes))
+    auto slice = readExternal(t, loc);
+    if (failed(slice))
       return failure();
-    if (bytes->size() != want)
-      return shortErr(bytes->size());
-    return Literal(dtype, shape, std::move(*bytes));
+    if (slice->size != want)
+      return shortErr(slice->size);
+    return Literal(dtype, shape, slice->data, slice->owner);
   }
   if (t.has_raw_data()) {
     if (t.raw_data().size() != want)
       return shortErr(t.raw_data().size());
-    std::vector<uint8_t> bytes(t.raw_data().begin(), t.raw_data().end());
-    return Literal(dtype, shape, std::move(bytes));
+    const auto *data = reinterpret_cast<const uint8_t *>(t.raw_data().data());
+    // Borrowed from the parsed model when it is kept alive (file imports);
+    // copied otherwise.
+    if (modelOwner)
+      return Literal(dtype, shape, data, modelOwner);
+    return Literal(dtype, shape, std::vector<uint8_t>(data, data + want));
   }
   auto typedCount = [&]() -> int64_t {
     switch (dtype) {
@@ -327,13 +392,11 @@ Value GraphLowering::materialize(GraphValue &v, Location loc) {
   w.name = "w" + std::to_string(result.weights.size());
   w.dtype = lit.dtype();
   w.shape = lit.shape();
-  w.offset = (result.weightBlob.size() + 63) / 64 * 64;
   w.size = lit.byteSize();
   auto source = initializerStorage.find(lit.storageId());
   if (source != initializerStorage.end())
     w.source = source->second;
-  result.weightBlob.resize(w.offset + w.size);
-  std::memcpy(result.weightBlob.data() + w.offset, lit.data(), w.size);
+  w.offset = result.weightBlob.append(lit);
   result.weights.push_back(w);
   v.tensor = entry.addArgument(type, loc);
   return v.tensor;
@@ -805,41 +868,53 @@ RankedTensorType NodeLowering::tensorType(const Shape &shape,
 // Entry points
 //===----------------------------------------------------------------------===//
 
-static FailureOr<ImportedModel> importParsed(MLIRContext &context,
-                                             const onnx::ModelProto &model,
-                                             StringRef baseDir,
-                                             StringRef displayName,
-                                             const ImportOptions &options) {
+/// Imports a parsed model; literals borrow its raw_data, so it lives as
+/// long as the returned model's weights.
+static FailureOr<ImportedModel>
+importParsed(MLIRContext &context, std::shared_ptr<const onnx::ModelProto> model,
+             StringRef baseDir, StringRef displayName,
+             const ImportOptions &options) {
   DialectRegistry registry;
   registerImportDialects(registry);
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
   GraphLowering lowering(context, displayName.str(), baseDir.str(), options);
-  return lowering.run(model);
+  lowering.modelOwner = model;
+  return lowering.run(*model);
 }
 
-FailureOr<ImportedModel> importOnnxBytes(MLIRContext &context, StringRef bytes,
-                                         StringRef baseDir,
-                                         StringRef displayName,
-                                         const ImportOptions &options) {
-  onnx::ModelProto model;
-  google::protobuf::io::CodedInputStream stream(
-      reinterpret_cast<const uint8_t *>(bytes.data()),
-      static_cast<int>(bytes.size()));
+/// Parses a ModelProto from `stream`, refusing truncated or hostile input.
+static FailureOr<std::shared_ptr<onnx::ModelProto>>
+parseModel(MLIRContext &context, google::protobuf::io::CodedInputStream &stream,
+           bool empty, StringRef displayName) {
+  auto model = std::make_shared<onnx::ModelProto>();
   stream.SetTotalBytesLimit(INT32_MAX);
-  if (bytes.empty() || !model.ParseFromCodedStream(&stream) ||
+  if (empty || !model->ParseFromCodedStream(&stream) ||
       !stream.ConsumedEntireMessage()) {
     emitError(FileLineColLoc::get(&context, displayName, 0, 0))
         << "not a valid ONNX model: the protobuf cannot be parsed (empty, "
            "truncated or not an ONNX file)";
     return failure();
   }
-  if (!model.has_graph() || model.opset_import_size() == 0) {
+  if (!model->has_graph() || model->opset_import_size() == 0) {
     emitError(FileLineColLoc::get(&context, displayName, 0, 0))
         << "not a valid ONNX model: no graph or no opset import";
     return failure();
   }
-  return importParsed(context, model, baseDir, displayName, options);
+  return model;
+}
+
+FailureOr<ImportedModel> importOnnxBytes(MLIRContext &context, StringRef bytes,
+                                         StringRef baseDir,
+                                         StringRef displayName,
+                                         const ImportOptions &options) {
+  google::protobuf::io::CodedInputStream stream(
+      reinterpret_cast<const uint8_t *>(bytes.data()),
+      static_cast<int>(bytes.size()));
+  auto model = parseModel(context, stream, bytes.empty(), displayName);
+  if (failed(model))
+    return failure();
+  return importParsed(context, *model, baseDir, displayName, options);
 }
 
 FailureOr<ImportedModel> importOnnxFile(MLIRContext &context, StringRef path,
@@ -849,22 +924,35 @@ FailureOr<ImportedModel> importOnnxFile(MLIRContext &context, StringRef path,
     emitError(loc) << "is a directory, not an ONNX model file";
     return failure();
   }
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer) {
-    emitError(loc) << "cannot open: " << buffer.getError().message();
+  // Read through a stream, not a mapping: the parsed model then holds the
+  // only copy of embedded initializers, which the weights borrow.
+  int fd = -1;
+  if (std::error_code ec = llvm::sys::fs::openFileForRead(path, fd)) {
+    emitError(loc) << "cannot open: " << ec.message();
     return failure();
   }
-  if ((*buffer)->getBufferSize() > static_cast<size_t>(INT32_MAX)) {
+  uint64_t size = 0;
+  llvm::sys::fs::file_size(path, size);
+  if (size > static_cast<uint64_t>(INT32_MAX)) {
+    ::close(fd);
     emitError(loc) << "the .onnx file is over 2 GB; keep weights as external "
                       "data";
     return failure();
   }
+  FailureOr<std::shared_ptr<onnx::ModelProto>> model = failure();
+  {
+    google::protobuf::io::FileInputStream file(fd);
+    file.SetCloseOnDelete(true);
+    google::protobuf::io::CodedInputStream stream(&file);
+    model = parseModel(context, stream, size == 0, path);
+  }
+  if (failed(model))
+    return failure();
   SmallString<256> dir(path);
   llvm::sys::path::remove_filename(dir);
   if (dir.empty())
     dir = ".";
-  return importOnnxBytes(context, (*buffer)->getBuffer(), dir, path, options);
+  return importParsed(context, *model, dir, path, options);
 }
 
 FailureOr<ImportedModel> importOnnxText(MLIRContext &context, StringRef text,
@@ -878,7 +966,9 @@ FailureOr<ImportedModel> importOnnxText(MLIRContext &context, StringRef text,
         << "cannot parse ONNX text: " << status.ErrorMessage();
     return failure();
   }
-  return importParsed(context, model, "", "<text>", options);
+  return importParsed(context,
+                      std::make_shared<onnx::ModelProto>(std::move(model)), "",
+                      "<text>", options);
 }
 
 } // namespace mcc

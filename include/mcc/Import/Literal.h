@@ -44,13 +44,18 @@ public:
   Literal() = default;
   Literal(int32_t dtype, Shape shape);
   Literal(int32_t dtype, Shape shape, std::vector<uint8_t> bytes);
+  /// Borrows `data` (e.g. a slice of a mapped external-data file) without a
+  /// copy; `owner` keeps it alive as long as any copy of the literal.
+  Literal(int32_t dtype, Shape shape, const uint8_t *data,
+          std::shared_ptr<const void> owner);
 
   int32_t dtype() const { return dtype_; }
   const Shape &shape() const { return shape_; }
   int64_t size() const { return numElements(shape_); }
-  const uint8_t *data() const { return bytes_->data(); }
-  uint8_t *mutableData() { return bytes_->data(); }
-  size_t byteSize() const { return bytes_->size(); }
+  const uint8_t *data() const { return bytes_->data; }
+  /// Writable bytes; a borrowed literal first becomes a private copy.
+  uint8_t *mutableData();
+  size_t byteSize() const { return bytes_->size; }
   /// Identity of the underlying bytes: shared by copies and reshapes, new
   /// for every computed literal. Lets a weight name the initializer it is.
   const void *storageId() const { return bytes_.get(); }
@@ -80,7 +85,15 @@ public:
 private:
   int32_t dtype_ = kFloat;
   Shape shape_;
-  std::shared_ptr<std::vector<uint8_t>> bytes_;
+  /// Owned bytes, or borrowed ones kept alive by `owner`.
+  struct Bytes {
+    std::vector<uint8_t> owned;
+    std::shared_ptr<const void> owner;
+    const uint8_t *data = nullptr;
+    size_t size = 0;
+  };
+  std::shared_ptr<Bytes> bytes_;
+  static std::shared_ptr<Bytes> ownedBytes(std::vector<uint8_t> v);
 };
 
 /// Broadcast shape of NumPy-style multidirectional broadcasting; false if

@@ -11,10 +11,12 @@
 #ifndef MCC_IMPORT_ONNXIMPORTER_H
 #define MCC_IMPORT_ONNXIMPORTER_H
 
+#include "mcc/Import/Literal.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <map>
@@ -62,12 +64,35 @@ struct WeightRecord {
   std::string source;
 };
 
+/// The weights of a model as one blob of 64-byte aligned records, without
+/// copying them: each record keeps its literal (a slice of the mapped
+/// external-data file, of the parsed model, or a buffer computed while
+/// compiling), and the bytes are assembled only as they are written out.
+class WeightBlob {
+public:
+  /// Appends `lit`'s bytes at the next 64-byte boundary; returns the offset.
+  uint64_t append(const Literal &lit);
+  uint64_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  /// Copies bytes [offset, offset + n) of the blob (zeros between records).
+  void read(uint64_t offset, uint64_t n, uint8_t *dst) const;
+  /// Streams the whole blob.
+  void write(llvm::raw_ostream &os) const;
+  /// Bytes of record `i` (in append order).
+  const uint8_t *recordData(size_t i) const { return records_[i].data(); }
+
+private:
+  std::vector<Literal> records_;
+  std::vector<uint64_t> offsets_;
+  uint64_t size_ = 0;
+};
+
 struct ImportedModel {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   std::vector<TensorSignature> inputs;
   std::vector<TensorSignature> outputs;
   std::vector<WeightRecord> weights;
-  std::vector<uint8_t> weightBlob; // 64-byte aligned records
+  WeightBlob weightBlob;
   int64_t opsetVersion = 0;
   std::string producer;
 };

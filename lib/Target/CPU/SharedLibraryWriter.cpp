@@ -42,8 +42,20 @@
 #define MCC_MODEL_SUPPORT_PATH ""
 #endif
 
-extern "C" uint64_t mcc_weights_checksum(const unsigned char *data,
-                                         uint64_t size);
+extern "C" uint64_t mcc_weights_checksum_ends(const unsigned char *head,
+                                              const unsigned char *tail,
+                                              uint64_t size);
+
+namespace {
+/// The load-time checksum of the blob, from its two ends only.
+uint64_t weightsChecksum(const mcc::WeightBlob &blob) {
+  uint64_t n = std::min<uint64_t>(blob.size(), 65536);
+  std::vector<uint8_t> head(n), tail(n);
+  blob.read(0, n, head.data());
+  blob.read(blob.size() - n, n, tail.data());
+  return mcc_weights_checksum_ends(head.data(), tail.data(), blob.size());
+}
+} // namespace
 
 #ifndef MCC_CUDA_SHIM_PATH
 #define MCC_CUDA_SHIM_PATH ""
@@ -150,8 +162,7 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
         "mcc_weights_open",
         llvm::FunctionType::get(ptrTy, {ptrTy, i64, i64}, false));
     weightsName = stringGlobal(m, externalWeightsFile, "mcc.weights_file");
-    checksum =
-        mcc_weights_checksum(model.weightBlob.data(), model.weightBlob.size());
+    checksum = weightsChecksum(model.weightBlob);
     // Checked when the runtime loads the model, not at the first run.
     auto *initTy = llvm::FunctionType::get(i32, {}, false);
     auto *init = llvm::Function::Create(
@@ -163,10 +174,15 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
     ib.CreateRet(
         ib.CreateSelect(ib.CreateIsNull(p), ib.getInt32(1), ib.getInt32(0)));
   } else if (!model.weightBlob.empty()) {
+    // Embedded weights are small by design (--weights auto moves them out
+    // past 512 MiB), so assembling them here is fine.
+    std::string bytes;
+    {
+      llvm::raw_string_ostream os(bytes);
+      model.weightBlob.write(os);
+    }
     auto *data = llvm::ConstantDataArray::getRaw(
-        llvm::StringRef(reinterpret_cast<const char *>(model.weightBlob.data()),
-                        model.weightBlob.size()),
-        model.weightBlob.size(), llvm::Type::getInt8Ty(ctx));
+        bytes, bytes.size(), llvm::Type::getInt8Ty(ctx));
     auto *g = constantGlobal(m, data, "mcc.weights", 64);
     g->setSection(".rodata.mcc_weights");
     blob = g;
@@ -491,8 +507,7 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
       if (ec)
         return emitError(loc)
                << "cannot write " << weights.path << ": " << ec.message();
-      os.write(reinterpret_cast<const char *>(model.weightBlob.data()),
-               model.weightBlob.size());
+      model.weightBlob.write(os);
       os.close();
       if (os.has_error())
         return emitError(loc) << "cannot write " << weights.path;
@@ -510,8 +525,7 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
         return emitError(loc) << "cannot write " << planPath;
       plan << "{\n  \"bytes\": " << model.weightBlob.size()
            << ",\n  \"checksum\": "
-           << mcc_weights_checksum(model.weightBlob.data(),
-                                   model.weightBlob.size())
+           << weightsChecksum(model.weightBlob)
            << ",\n  \"records\": [";
       uint64_t derivedOffset = 0;
       for (size_t i = 0; i < model.weights.size(); ++i) {
@@ -524,9 +538,9 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
           plan << "\"}";
         } else {
           plan << "\"derived_offset\": " << derivedOffset << "}";
-          derived.write(reinterpret_cast<const char *>(model.weightBlob.data() +
-                                                       w.offset),
-                        w.size);
+          derived.write(
+              reinterpret_cast<const char *>(model.weightBlob.recordData(i)),
+              w.size);
           derivedOffset += w.size;
         }
       }

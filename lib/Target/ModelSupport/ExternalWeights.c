@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #define HIDDEN __attribute__((visibility("hidden")))
+#define MCC_CHECKSUM_WINDOW 65536u
 #define EXPORT __attribute__((visibility("default")))
 
 static pthread_mutex_t weightsLock = PTHREAD_MUTEX_INITIALIZER;
@@ -27,19 +28,27 @@ static char modelError[1024];
 
 EXPORT const char *mcc_model_last_error(void) { return modelError; }
 
-/* FNV-1a over the first and last 64 KiB and the size: cheap at load. */
-HIDDEN uint64_t mcc_weights_checksum(const unsigned char *data, uint64_t size) {
+/* FNV-1a over the first and last 64 KiB and the size: cheap at load.
+ * `head` and `tail` are the blob's first and last min(size, 64 KiB) bytes
+ * (they overlap in a small blob), so a writer that streams the blob never
+ * needs it whole. */
+HIDDEN uint64_t mcc_weights_checksum_ends(const unsigned char *head,
+                                          const unsigned char *tail,
+                                          uint64_t size) {
   uint64_t h = 1469598103934665603ull;
-  uint64_t window = 65536;
-  uint64_t head = size < window ? size : window;
-  for (uint64_t i = 0; i < head; ++i)
-    h = (h ^ data[i]) * 1099511628211ull;
-  uint64_t tailStart = size > window ? size - window : 0;
-  for (uint64_t i = tailStart; i < size; ++i)
-    h = (h ^ data[i]) * 1099511628211ull;
+  uint64_t n = size < MCC_CHECKSUM_WINDOW ? size : MCC_CHECKSUM_WINDOW;
+  for (uint64_t i = 0; i < n; ++i)
+    h = (h ^ head[i]) * 1099511628211ull;
+  for (uint64_t i = 0; i < n; ++i)
+    h = (h ^ tail[i]) * 1099511628211ull;
   for (int i = 0; i < 8; ++i)
     h = (h ^ ((size >> (8 * i)) & 0xff)) * 1099511628211ull;
   return h;
+}
+
+HIDDEN uint64_t mcc_weights_checksum(const unsigned char *data, uint64_t size) {
+  uint64_t n = size < MCC_CHECKSUM_WINDOW ? size : MCC_CHECKSUM_WINDOW;
+  return mcc_weights_checksum_ends(data, data + size - n, size);
 }
 
 /* Maps <folder of this .so>/<file>; returns the data or NULL (see
