@@ -60,9 +60,9 @@ const StageText kCudaStages[] = {
     {"mcc-cuda-kernels",
      "loop nests onto blocks and threads; host buffers in device memory; "
      "kernels outlined",
-     "mcc-gpu-library-calls,"
+     "mcc-gpu-library-calls,func.func(mcc-gpu-row-reductions),"
      "func.func(mcc-strided-copy-to-linalg{all-copies}),"
-     "func.func(mcc-gpu-row-reductions),convert-linalg-to-parallel-loops,"
+     "convert-linalg-to-parallel-loops,"
      "canonicalize,func.func(mcc-gpu-device-memory),func.func(mcc-gpu-"
      "distribute),convert-parallel-loops-to-gpu,canonicalize,"
      "gpu-kernel-outlining,mcc-gpu-gather-kernels,func.func(gpu-async-region),"

@@ -46,6 +46,18 @@ struct FuseElementwiseWithoutRecomputePass
           FuseElementwiseWithoutRecomputePass> {
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
+    // Transposes as generics, so that they fuse with the elementwise ops
+    // around them (a bias add, a scale) instead of being a copy of their
+    // own: one loop nest, one kernel on the GPU.
+    SmallVector<linalg::TransposeOp> transposes;
+    getOperation()->walk(
+        [&](linalg::TransposeOp op) { transposes.push_back(op); });
+    IRRewriter rewriter(ctx);
+    for (linalg::TransposeOp op : transposes) {
+      rewriter.setInsertionPoint(op);
+      if (failed(linalg::generalizeNamedOp(rewriter, op)))
+        return signalPassFailure();
+    }
     RewritePatternSet patterns(ctx);
     linalg::populateElementwiseOpsFusionPatterns(patterns,
                                                  fusesWithoutRecompute);

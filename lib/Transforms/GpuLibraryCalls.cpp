@@ -1,11 +1,14 @@
 //===- GpuLibraryCalls.cpp - matrix products through cuBLAS ---------------===//
 
+#include "mcc/Transforms/BufferUtils.h"
 #include "mcc/Transforms/ContractionUtils.h"
 #include "mcc/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mcc {
@@ -99,8 +102,10 @@ struct GpuLibraryCallsPass
         return;
       builder.setInsertionPointToStart(module.getBody());
       MemRefType t = dynamicStrided(ctx, rank);
-      auto fn = func::FuncOp::create(builder, module.getLoc(), name,
-                                     builder.getFunctionType({t, t, t}, {}));
+      // A, B, C and beta: C = A B + beta C.
+      auto fn = func::FuncOp::create(
+          builder, module.getLoc(), name,
+          builder.getFunctionType({t, t, t, builder.getF32Type()}, {}));
       fn.setPrivate();
     };
     IRRewriter rewriter(ctx);
@@ -119,9 +124,21 @@ struct GpuLibraryCallsPass
         args.push_back(memref::CastOp::create(rewriter, op.getLoc(),
                                               dynamicStrided(ctx, rank), v));
       }
+      // An output zeroed right before the product is overwritten instead
+      // (beta = 0), and the zeroing goes.
+      Attribute init;
+      Operation *zeroing = mcc::constantInitOf(op, op.getDpsInits()[0], init);
+      float beta = 1.0f;
+      if (zeroing && matchPattern(init, m_PosZeroFloat())) {
+        beta = 0.0f;
+        rewriter.eraseOp(zeroing);
+      }
+      args.push_back(arith::ConstantOp::create(
+          rewriter, op.getLoc(), rewriter.getF32FloatAttr(beta)));
       func::CallOp::create(rewriter, op.getLoc(), name, TypeRange{}, args);
       rewriter.eraseOp(op);
     }
+    mcc::eraseDeadFills(module);
   }
 };
 

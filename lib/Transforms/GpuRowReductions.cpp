@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mcc/Transforms/BufferUtils.h"
 #include "mcc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -91,6 +92,14 @@ bool isRowReduction(linalg::GenericOp g) {
 void lower(linalg::GenericOp g, const Combiner &comb, int64_t maxThreads) {
   OpBuilder b(g);
   Location loc = g.getLoc();
+  // An accumulator set to a constant right before (softmax's -inf, a sum's
+  // 0) is that constant: no fill or copy kernel, no load.
+  Attribute initValue;
+  Operation *init = mcc::constantInitOf(g, g.getDpsInits()[0], initValue);
+  if (init && !isa<FloatAttr>(initValue))
+    init = nullptr;
+  if (init)
+    init->erase();
   SmallVector<int64_t> ranges = g.getStaticLoopRanges();
   int64_t reduced = ranges.back();
   int64_t rows = 1;
@@ -151,7 +160,11 @@ void lower(linalg::GenericOp g, const Combiner &comb, int64_t maxThreads) {
     SmallVector<Value> loopIvs(ivs);
     loopIvs.push_back(idx(0));
     SmallVector<Value> at = indices(outOperand, loopIvs);
-    Value old = memref::LoadOp::create(b, loc, outOperand.get(), at);
+    Value old =
+        init ? arith::ConstantOp::create(b, loc, cast<FloatAttr>(initValue))
+                   .getResult()
+             : memref::LoadOp::create(b, loc, outOperand.get(), at)
+                   .getResult();
     IRMapping map;
     map.map(comb.op->getOperand(0), old);
     map.map(comb.op->getOperand(1), total);
@@ -180,6 +193,7 @@ struct GpuRowReductionsPass
     });
     for (auto &[g, comb] : work)
       lower(g, comb, maxThreads);
+    mcc::eraseDeadFills(getOperation());
   }
 };
 

@@ -5,7 +5,8 @@
 // CHECK: func.func private @mcc_gpu_sgemm(memref<?x?xf32, strided<[?, ?], offset: ?>>
 // CHECK-LABEL: func.func @products
 // CHECK: %[[A:.*]] = memref.cast %arg0 : memref<4x8xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
-// CHECK: call @mcc_gpu_sgemm(%[[A]]
+// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: call @mcc_gpu_sgemm(%[[A]], %{{.*}}, %{{.*}}, %[[ONE]])
 // CHECK: call @mcc_gpu_sgemm_batched(
 // CHECK-NOT: linalg.matmul
 // CHECK-NOT: linalg.batch_matmul
@@ -40,5 +41,55 @@ func.func @shared_weights(%a: memref<8x16xf32>, %b: memref<3x16x16xf32>, %c: mem
                                        affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>,
                                        affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]
       ins(%a, %b : memref<8x16xf32>, memref<3x16x16xf32>) outs(%c : memref<3x8x16xf32>)
+  return
+}
+
+// An output zeroed right before the product (a fill, or a copy of a zero
+// buffer) is overwritten instead: beta = 0, and the zeroing goes away,
+// with the zero buffer's fill once no copy reads it.
+// CHECK-LABEL: func.func @zeroed_outputs
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: memref.copy
+// CHECK: memref.cast %arg2
+// CHECK-NEXT: %[[Z1:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: call @mcc_gpu_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[Z1]])
+// CHECK-NOT: linalg.fill
+// CHECK: memref.cast %arg3
+// CHECK-NEXT: %[[Z2:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: call @mcc_gpu_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[Z2]])
+// CHECK-NOT: linalg.fill
+func.func @zeroed_outputs(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>, %d: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %z = memref.alloc() : memref<4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%z : memref<4x16xf32>)
+  memref.copy %z, %c : memref<4x16xf32> to memref<4x16xf32>
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
+  linalg.fill ins(%zero : f32) outs(%d : memref<4x16xf32>)
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%d : memref<4x16xf32>)
+  memref.dealloc %z : memref<4x16xf32>
+  return
+}
+
+// Not when the zeros are read in between (through a view), or are not
+// zeros: beta stays 1 and the fill stays.
+// CHECK-LABEL: func.func @zeros_read
+// CHECK: linalg.fill
+// CHECK: memref.copy
+// CHECK: memref.cast %arg2
+// CHECK-NEXT: %[[O1:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: call @mcc_gpu_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[O1]])
+// CHECK: linalg.fill
+// CHECK: memref.cast %arg3
+// CHECK-NEXT: %[[O2:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: call @mcc_gpu_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[O2]])
+func.func @zeros_read(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>, %d: memref<4x16xf32>, %out: memref<64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f32
+  %view = memref.collapse_shape %c [[0, 1]] : memref<4x16xf32> into memref<64xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<4x16xf32>)
+  memref.copy %view, %out : memref<64xf32> to memref<64xf32>
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%c : memref<4x16xf32>)
+  linalg.fill ins(%two : f32) outs(%d : memref<4x16xf32>)
+  linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%d : memref<4x16xf32>)
   return
 }

@@ -82,3 +82,30 @@ func.func @left_alone(%x: memref<10x8xf32>, %o8: memref<10xf32>, %y: memref<100x
   }
   return
 }
+
+// An accumulator filled with a constant right before (through a copy of a
+// filled buffer, as bufferization leaves it) is that constant: the copy and
+// the fill go, and thread 0 folds the total into -inf instead of a load.
+// CHECK-LABEL: func.func @constant_init
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: memref.copy
+// CHECK: gpu.all_reduce maximumf
+// CHECK: scf.if
+// CHECK-NOT: memref.load
+// CHECK:   %[[NEG:.*]] = arith.constant 0xFF800000 : f32
+// CHECK:   %[[NEW:.*]] = arith.maximumf %[[NEG]], %{{.*}}
+// CHECK:   memref.store %[[NEW]], %arg1
+func.func @constant_init(%x: memref<6x100xf32>, %out: memref<6xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %buf = memref.alloc() : memref<6xf32>
+  linalg.fill ins(%ninf : f32) outs(%buf : memref<6xf32>)
+  memref.copy %buf, %out : memref<6xf32> to memref<6xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<6x100xf32>) outs(%out : memref<6xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %buf : memref<6xf32>
+  return
+}

@@ -428,7 +428,7 @@ SHIM_HIDDEN void mcc_gpu_sgemm(float *, float *a, int64_t aOff, int64_t m,
                                float *b, int64_t bOff, int64_t, int64_t n,
                                int64_t ldb, int64_t, float *, float *c,
                                int64_t cOff, int64_t, int64_t, int64_t ldc,
-                               int64_t) {
+                               int64_t, float beta) {
   if (runFailed || !blasReady())
     return;
   BlasHandle h = blasHandle();
@@ -436,7 +436,7 @@ SHIM_HIDDEN void mcc_gpu_sgemm(float *, float *a, int64_t aOff, int64_t m,
     return;
   const float one = 1.0f;
   int rc = theBlas().sgemm(h, 0, 0, n, m, k, &one, b + bOff, ldb, a + aOff, lda,
-                           &one, c + cOff, ldc);
+                           &beta, c + cOff, ldc);
   if (rc != 0) {
     lastError = "cublasSgemm failed with status " + std::to_string(rc);
     runFailed = true;
@@ -450,7 +450,8 @@ SHIM_HIDDEN void mcc_gpu_sgemm_batched(float *, float *a, int64_t aOff,
                                        int64_t, int64_t n, int64_t bBatch,
                                        int64_t ldb, int64_t, float *, float *c,
                                        int64_t cOff, int64_t, int64_t, int64_t,
-                                       int64_t cBatch, int64_t ldc, int64_t) {
+                                       int64_t cBatch, int64_t ldc, int64_t,
+                                       float beta) {
   if (runFailed || !blasReady())
     return;
   BlasHandle h = blasHandle();
@@ -458,7 +459,7 @@ SHIM_HIDDEN void mcc_gpu_sgemm_batched(float *, float *a, int64_t aOff,
     return;
   const float one = 1.0f;
   int rc = theBlas().sgemmStridedBatched(h, 0, 0, n, m, k, &one, b + bOff, ldb,
-                                         bBatch, a + aOff, lda, aBatch, &one,
+                                         bBatch, a + aOff, lda, aBatch, &beta,
                                          c + cOff, ldc, cBatch, batch);
   if (rc != 0) {
     lastError =
