@@ -8,14 +8,16 @@ import tempfile
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 from onnx import TensorProto, helper
 
 mcc = sys.argv[1]
 work = tempfile.mkdtemp(prefix="mcc-edge-")
 
 
-def run(nodes, inputs, outputs, feeds, name, opset=17):
-    g = helper.make_graph(nodes, name, inputs, outputs)
+def run(nodes, inputs, outputs, feeds, name, opset=17, inits=()):
+    g = helper.make_graph(nodes, name, inputs, outputs,
+                          [onnx.numpy_helper.from_array(v, k) for k, v in inits])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     path = os.path.join(work, name + ".onnx")
     onnx.save(m, path)
@@ -100,5 +102,77 @@ subprocess.run([mcc, "run", path + ".so", "--input", path + ".in.npz", "--output
                 path + ".out.npz"], check=True)
 y = np.load(path + ".out.npz")["Y"]
 assert np.array_equal(y, np.flip(np.cumsum(np.flip(x, 1), 1), 1)), y
+
+def conv_transpose_ref(x, w, b, group, strides, dils, pads_lo, out_sp):
+    """Scatter form of ConvTranspose, straight from its definition."""
+    N, C = x.shape[:2]
+    Cg, Mg = C // group, w.shape[1]
+    y = np.zeros((N, group * Mg) + tuple(out_sp), np.float64)
+    for i in np.ndindex(*x.shape[2:]):
+        for k in np.ndindex(*w.shape[2:]):
+            o = [i[d] * strides[d] + k[d] * dils[d] - pads_lo[d] for d in range(len(i))]
+            if any(v < 0 or v >= out_sp[d] for d, v in enumerate(o)):
+                continue
+            for g in range(group):
+                xs = x[(slice(None), slice(g * Cg, (g + 1) * Cg)) + i]  # N x Cg
+                ws = w[(slice(g * Cg, (g + 1) * Cg), slice(None)) + k]  # Cg x Mg
+                y[(slice(None), slice(g * Mg, (g + 1) * Mg)) + tuple(o)] += xs @ ws
+    if b is not None:
+        y += b.reshape((1, -1) + (1,) * len(out_sp))
+    return y.astype(np.float32)
+
+
+rng = np.random.default_rng(0)
+f32 = TensorProto.FLOAT
+# ConvTranspose with initializer weights and bias, group 2 with several
+# channels per group, asymmetric pads, output_padding and dilation.
+x = rng.standard_normal((2, 4, 3, 4)).astype(np.float32)
+w = rng.standard_normal((4, 3, 3, 2)).astype(np.float32)
+bias = rng.standard_normal(6).astype(np.float32)
+y = run([helper.make_node("ConvTranspose", ["X", "W", "B"], ["Y"], group=2, strides=[2, 1],
+                          pads=[1, 0, 0, 1], output_padding=[1, 0], dilations=[1, 2])],
+        [helper.make_tensor_value_info("X", f32, list(x.shape))],
+        [helper.make_tensor_value_info("Y", f32, None)], {"X": x}, "convtranspose_group_init",
+        inits=[("W", w), ("B", bias)])["Y"]
+# H: 2*2+1+3-1-0 = 7; W: 1*3+0+2*1+1-0-1 = 5
+exp = conv_transpose_ref(x, w, bias, 2, [2, 1], [1, 2], [1, 0], [7, 5])
+assert y.shape == exp.shape and np.allclose(y, exp, rtol=1e-4, atol=1e-5), (y, exp)
+
+# Depthwise ConvTranspose (group = channels, one output each), initializer
+# weights; and a 3-D grouped one with runtime weights.
+x = rng.standard_normal((1, 3, 4, 4)).astype(np.float32)
+w = rng.standard_normal((3, 1, 3, 3)).astype(np.float32)
+y = run([helper.make_node("ConvTranspose", ["X", "W"], ["Y"], group=3, strides=[2, 2],
+                          pads=[1, 1, 1, 1])],
+        [helper.make_tensor_value_info("X", f32, list(x.shape))],
+        [helper.make_tensor_value_info("Y", f32, None)], {"X": x}, "convtranspose_depthwise",
+        inits=[("W", w)])["Y"]
+exp = conv_transpose_ref(x, w, None, 3, [2, 2], [1, 1], [1, 1], [7, 7])
+assert y.shape == exp.shape and np.allclose(y, exp, rtol=1e-4, atol=1e-5), (y, exp)
+x = rng.standard_normal((1, 4, 2, 3, 2)).astype(np.float32)
+w = rng.standard_normal((4, 2, 2, 2, 3)).astype(np.float32)
+y = run([helper.make_node("ConvTranspose", ["X", "W"], ["Y"], group=2, strides=[2, 1, 2])],
+        [helper.make_tensor_value_info("X", f32, list(x.shape)),
+         helper.make_tensor_value_info("W", f32, list(w.shape))],
+        [helper.make_tensor_value_info("Y", f32, None)], {"X": x, "W": w},
+        "convtranspose_3d_group")["Y"]
+exp = conv_transpose_ref(x, w, None, 2, [2, 1, 2], [1, 1, 1], [0, 0, 0], [4, 4, 5])
+assert y.shape == exp.shape and np.allclose(y, exp, rtol=1e-4, atol=1e-5), (y, exp)
+
+# Conv 3-D, grouped (one convolution per group each).
+x = rng.standard_normal((1, 4, 5, 4, 6)).astype(np.float32)
+w = rng.standard_normal((6, 2, 3, 2, 3)).astype(np.float32)
+y = run([helper.make_node("Conv", ["X", "W"], ["Y"], group=2, strides=[2, 1, 2],
+                          pads=[1, 0, 1, 1, 0, 1])],
+        [helper.make_tensor_value_info("X", f32, list(x.shape))],
+        [helper.make_tensor_value_info("Y", f32, None)], {"X": x}, "conv_3d_group",
+        inits=[("W", w)])["Y"]
+exp = np.zeros((1, 6, 3, 3, 3), np.float64)
+xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (0, 0), (1, 1)))
+for g in range(2):
+    for o in np.ndindex(3, 3, 3):
+        win = xp[0, 2 * g:2 * g + 2, 2 * o[0]:2 * o[0] + 3, o[1]:o[1] + 2, 2 * o[2]:2 * o[2] + 3]
+        exp[0, 3 * g:3 * g + 3][(slice(None),) + o] = np.tensordot(w[3 * g:3 * g + 3], win, 4)
+assert y.shape == exp.shape and np.allclose(y, exp, rtol=1e-4, atol=1e-4), (y, exp)
 
 print("op edge cases: ok")
