@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
+#include <map>
+
 using namespace mlir;
 
 namespace mcc {
@@ -164,10 +166,188 @@ LogicalResult lowerConvTranspose(NodeLowering &n) {
   return success();
 }
 
+/// One Einsum term: letters, and where "..." stands (-1 if absent).
+struct EinsumTerm {
+  std::string letters;
+  int64_t ellipsisAt = -1;
+};
+
+FailureOr<EinsumTerm> parseEinsumTerm(NodeLowering &n, llvm::StringRef t) {
+  EinsumTerm term;
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (t.substr(i).starts_with("...")) {
+      if (term.ellipsisAt >= 0)
+        return n.fail("more than one '...' in term '" + t + "'");
+      term.ellipsisAt = term.letters.size();
+      i += 2;
+    } else if (llvm::isAlpha(t[i])) {
+      term.letters.push_back(t[i]);
+    } else {
+      return n.fail("bad character '" + Twine(t[i]) + "' in equation");
+    }
+  }
+  return term;
+}
+
+/// Einsum as one linalg.generic: a loop per "..." dim and per distinct
+/// letter; a letter repeated within a term reads a diagonal (the same loop
+/// twice in that map); loops absent from the output are reductions.
+LogicalResult lowerEinsum(NodeLowering &n) {
+  std::string eq;
+  for (char c : n.attrString("equation"))
+    if (c != ' ')
+      eq.push_back(c);
+  llvm::StringRef eqRef(eq);
+  auto [lhs, rhs] = eqRef.split("->");
+  bool explicitOut = eqRef.contains("->");
+  SmallVector<llvm::StringRef> termText;
+  lhs.split(termText, ',');
+  if (termText.size() != n.numInputs())
+    return n.fail("equation '" + eq + "' has " + Twine(termText.size()) +
+                  " terms for " + Twine(n.numInputs()) + " inputs");
+  SmallVector<EinsumTerm> terms;
+  for (llvm::StringRef t : termText) {
+    auto term = parseEinsumTerm(n, t);
+    if (failed(term))
+      return failure();
+    terms.push_back(*term);
+  }
+  // Rank of "..." per input (right-aligned broadcast), and loop sizes.
+  int64_t ellRank = 0;
+  SmallVector<int64_t> inEll;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    int64_t extra = (int64_t)n.rank(i) - (int64_t)terms[i].letters.size();
+    if (extra < 0 || (extra > 0 && terms[i].ellipsisAt < 0))
+      return n.fail("term " + Twine(i) + " does not match input rank " +
+                    Twine(n.rank(i)));
+    inEll.push_back(extra);
+    ellRank = std::max(ellRank, extra);
+  }
+  // Loops: ellipsis dims first, then letters in order of appearance.
+  std::string letters;
+  std::map<char, int64_t> count;
+  for (const EinsumTerm &t : terms)
+    for (char c : t.letters)
+      if (++count[c] == 1)
+        letters.push_back(c);
+  auto loopOf = [&](char c) -> int64_t { return ellRank + letters.find(c); };
+  auto dimLoop = [&](size_t i, int64_t d) -> int64_t {
+    const EinsumTerm &t = terms[i];
+    if (t.ellipsisAt < 0 || d < t.ellipsisAt)
+      return loopOf(t.letters[d]);
+    if (d < t.ellipsisAt + inEll[i])
+      return ellRank - inEll[i] + (d - t.ellipsisAt);
+    return loopOf(t.letters[d - inEll[i]]);
+  };
+  Shape sizes(ellRank + letters.size(), 1);
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const Shape &s = n.shape(i);
+    for (int64_t d = 0; d < (int64_t)s.size(); ++d) {
+      int64_t loop = dimLoop(i, d);
+      if (sizes[loop] != 1 && s[d] != 1 && sizes[loop] != s[d])
+        return n.fail("dimension " + Twine(d) + " of input " + Twine(i) +
+                      " has size " + Twine(s[d]) + ", elsewhere " +
+                      Twine(sizes[loop]));
+      sizes[loop] = std::max(sizes[loop], s[d]);
+    }
+  }
+  EinsumTerm outTerm;
+  if (explicitOut) {
+    auto t = parseEinsumTerm(n, rhs);
+    if (failed(t))
+      return failure();
+    outTerm = *t;
+    if (outTerm.ellipsisAt < 0 && ellRank > 0 &&
+        llvm::any_of(llvm::ArrayRef<int64_t>(sizes).take_front(ellRank),
+                     [](int64_t s) { return s != 1; }))
+      return n.fail("'...' dims are missing from the output");
+  } else {
+    // Implicit output: "..." then the letters used once, alphabetically.
+    outTerm.ellipsisAt = ellRank > 0 ? 0 : -1;
+    for (auto &[c, k] : count)
+      if (k == 1)
+        outTerm.letters.push_back(c);
+  }
+  MLIRContext *ctx = n.builder().getContext();
+  int64_t numLoops = sizes.size();
+  SmallVector<bool> isOut(numLoops, false);
+  SmallVector<AffineExpr> outExprs;
+  Shape outShape;
+  auto addOut = [&](int64_t loop) {
+    isOut[loop] = true;
+    outExprs.push_back(getAffineDimExpr(loop, ctx));
+    outShape.push_back(sizes[loop]);
+  };
+  for (size_t k = 0; k <= outTerm.letters.size(); ++k) {
+    if ((int64_t)k == outTerm.ellipsisAt)
+      for (int64_t e = 0; e < ellRank; ++e)
+        addOut(e);
+    if (k == outTerm.letters.size())
+      break;
+    char c = outTerm.letters[k];
+    if (letters.find(c) == std::string::npos)
+      return n.fail("output letter '" + Twine(c) + "' is in no input");
+    if (isOut[loopOf(c)])
+      return n.fail("output letter '" + Twine(c) + "' repeats");
+    addOut(loopOf(c));
+  }
+  // Input maps; a size-1 dim broadcast against a longer loop reads index 0.
+  SmallVector<AffineMap> maps;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const Shape &s = n.shape(i);
+    SmallVector<AffineExpr> exprs;
+    for (int64_t d = 0; d < (int64_t)s.size(); ++d) {
+      int64_t loop = dimLoop(i, d);
+      exprs.push_back(s[d] == 1 && sizes[loop] != 1
+                          ? getAffineConstantExpr(0, ctx)
+                          : getAffineDimExpr(loop, ctx));
+    }
+    maps.push_back(AffineMap::get(numLoops, 0, exprs, ctx));
+  }
+  maps.push_back(AffineMap::get(numLoops, 0, outExprs, ctx));
+  SmallVector<utils::IteratorType> iters;
+  for (int64_t l = 0; l < numLoops; ++l)
+    iters.push_back(isOut[l] ? utils::IteratorType::parallel
+                             : utils::IteratorType::reduction);
+
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  int32_t dt = n.dtype(0);
+  for (size_t i = 1; i < n.numInputs(); ++i)
+    if (n.dtype(i) != dt)
+      return n.fail("inputs have different element types");
+  if (dt == kBool)
+    return n.fail("boolean Einsum is not supported");
+  Type et = n.elementType(dt);
+  bool fl = isFloatDType(dt);
+  Value init = emitFilled(b, loc, outShape,
+                          fl ? (TypedAttr)b.getFloatAttr(et, 0.0)
+                             : (TypedAttr)b.getIntegerAttr(et, 0));
+  SmallVector<Value> ins;
+  for (size_t i = 0; i < n.numInputs(); ++i)
+    ins.push_back(n.value(i));
+  auto op = linalg::GenericOp::create(
+      b, loc, TypeRange{init.getType()}, ins, ValueRange{init}, maps, iters,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value p = a[0];
+        for (size_t i = 1; i + 1 < a.size(); ++i)
+          p = fl ? (Value)arith::MulFOp::create(nb, l, p, a[i])
+                 : (Value)arith::MulIOp::create(nb, l, p, a[i]);
+        Value acc = a.back();
+        linalg::YieldOp::create(
+            nb, l,
+            fl ? (Value)arith::AddFOp::create(nb, l, acc, p)
+               : (Value)arith::AddIOp::create(nb, l, acc, p));
+      });
+  n.setOutput(0, op.getResult(0), dt);
+  return success();
+}
+
 } // namespace
 
 void registerContractionLowerings() {
   opLowerings()["ConvTranspose"] = lowerConvTranspose;
+  opLowerings()["Einsum"] = lowerEinsum;
 }
 
 } // namespace mcc

@@ -175,4 +175,31 @@ for g in range(2):
         exp[0, 3 * g:3 * g + 3][(slice(None),) + o] = np.tensordot(w[3 * g:3 * g + 3], win, 4)
 assert y.shape == exp.shape and np.allclose(y, exp, rtol=1e-4, atol=1e-4), (y, exp)
 
+# Einsum: "..." broadcast across operands (size 1 against 3, different
+# ranks), implicit output, three operands, a diagonal summed away, int64.
+def einsum(eq, *xs, dtype=TensorProto.FLOAT):
+    names = ["X%d" % i for i in range(len(xs))]
+    return run([helper.make_node("Einsum", names, ["Y"], equation=eq)],
+               [helper.make_tensor_value_info(k, dtype, list(v.shape)) for k, v in zip(names, xs)],
+               [helper.make_tensor_value_info("Y", dtype, None)], dict(zip(names, xs)),
+               "einsum_" + eq.replace("...", "E").replace(",", "_").replace("->", "_to_"))["Y"]
+
+
+cases = [
+    ("...ij,...jk->...ik", rng.standard_normal((2, 1, 3, 4)), rng.standard_normal((3, 4, 5))),
+    ("...ij,...jk", rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 5))),
+    ("ba,ca", rng.standard_normal((3, 4)), rng.standard_normal((5, 4))),
+    ("ij,jk,kl->il", rng.standard_normal((2, 3)), rng.standard_normal((3, 4)), rng.standard_normal((4, 2))),
+    ("iij->", rng.standard_normal((3, 3, 2))),
+    ("bii->bi", rng.standard_normal((2, 3, 3))),
+    ("i...,i...->...", rng.standard_normal((4, 2, 3)), rng.standard_normal((4, 1, 3))),
+]
+for eq, *xs in cases:
+    xs = [x.astype(np.float32) for x in xs]
+    y, exp = einsum(eq, *xs), np.einsum(eq, *xs)
+    assert y.shape == exp.shape and np.allclose(y, exp, rtol=1e-4, atol=1e-5), (eq, y, exp)
+a, c = np.arange(6, dtype=np.int64).reshape(2, 3), np.arange(12, dtype=np.int64).reshape(3, 4)
+y = einsum("ij,jk->ki", a, c, dtype=TensorProto.INT64)
+assert np.array_equal(y, np.einsum("ij,jk->ki", a, c)), y
+
 print("op edge cases: ok")
