@@ -202,4 +202,37 @@ a, c = np.arange(6, dtype=np.int64).reshape(2, 3), np.arange(12, dtype=np.int64)
 y = einsum("ij,jk->ki", a, c, dtype=TensorProto.INT64)
 assert np.array_equal(y, np.einsum("ij,jk->ki", a, c)), y
 
+# DFT (opset 17): zero padding to dft_length with a one-sided output;
+# truncation of a complex signal along axis 2; an inverse one-sided (irfft)
+# DFT of odd length.
+def dft(x, length, name, **attrs):
+    return run([helper.make_node("DFT", ["X", "L"], ["Y"], **attrs)],
+               [helper.make_tensor_value_info("X", f32, list(x.shape))],
+               [helper.make_tensor_value_info("Y", f32, None)], {"X": x}, name,
+               inits=[("L", np.array(length, np.int64))])["Y"]
+
+
+x = rng.standard_normal((2, 5, 1)).astype(np.float32)
+y = dft(x, 8, "dft_pad_onesided", axis=1, onesided=1)
+exp = np.fft.rfft(x[..., 0], n=8, axis=1)
+assert np.allclose(y, np.stack([exp.real, exp.imag], -1), rtol=1e-4, atol=1e-5), y
+x = rng.standard_normal((1, 3, 8, 2)).astype(np.float32)
+y = dft(x, 6, "dft_complex_truncate", axis=2)
+exp = np.fft.fft(x[..., 0] + 1j * x[..., 1], n=6, axis=2)
+assert np.allclose(y, np.stack([exp.real, exp.imag], -1), rtol=1e-4, atol=1e-5), y
+x = rng.standard_normal((2, 4, 2)).astype(np.float32)
+y = dft(x, 7, "dft_irfft_odd", axis=1, inverse=1, onesided=1)
+exp = np.fft.irfft(x[..., 0] + 1j * x[..., 1], n=7, axis=1)
+assert y.shape == (2, 7, 1) and np.allclose(y[..., 0], exp, rtol=1e-4, atol=1e-5), y
+
+# LRN with an even size: the window is one channel longer above than below.
+x = rng.standard_normal((1, 5, 2, 2)).astype(np.float32)
+y = run([helper.make_node("LRN", ["X"], ["Y"], size=4, alpha=0.01, beta=0.6, bias=2.0)],
+        [helper.make_tensor_value_info("X", f32, list(x.shape))],
+        [helper.make_tensor_value_info("Y", f32, None)], {"X": x}, "lrn_even")["Y"]
+sq = np.zeros_like(x)
+for c in range(5):
+    sq[:, c] = (x[:, max(0, c - 1):min(5, c + 3)] ** 2).sum(1)
+assert np.allclose(y, x / (2.0 + 0.01 / 4 * sq) ** 0.6, rtol=1e-5), y
+
 print("op edge cases: ok")
