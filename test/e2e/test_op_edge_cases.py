@@ -235,4 +235,75 @@ for c in range(5):
     sq[:, c] = (x[:, max(0, c - 1):min(5, c + 3)] ** 2).sum(1)
 assert np.allclose(y, x / (2.0 + 0.01 / 4 * sq) ** 0.6, rtol=1e-5), y
 
+# GRU with linear_before_reset, bias and initial state, bidirectional; LSTM
+# batch-first bidirectional with clip, peepholes and the Y_c output.
+def sigm(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def gru_ref(x, w, r, bias, h0, lbr):
+    T, H, ys, hs = x.shape[0], r.shape[-1], [], []
+    for d in range(w.shape[0]):
+        h, y = h0[d], np.zeros((T,) + h0.shape[1:])
+        wb, rb = bias[d, :3 * H], bias[d, 3 * H:]
+        for t in (range(T) if d == 0 else reversed(range(T))):
+            xw, hr = x[t] @ w[d].T + wb, h @ r[d].T + rb
+            z, rr = sigm(xw[:, :H] + hr[:, :H]), sigm(xw[:, H:2 * H] + hr[:, H:2 * H])
+            if lbr:
+                hc = np.tanh(xw[:, 2 * H:] + rr * hr[:, 2 * H:])
+            else:
+                hc = np.tanh(xw[:, 2 * H:] + (rr * h) @ r[d, 2 * H:].T + rb[2 * H:])
+            h = (1 - z) * hc + z * h
+            y[t] = h
+        ys.append(y)
+        hs.append(h)
+    return np.stack(ys, 1), np.stack(hs)
+
+
+T, N, I, H = 4, 2, 3, 5
+x = rng.standard_normal((T, N, I)).astype(np.float32)
+w = rng.standard_normal((2, 3 * H, I)).astype(np.float32)
+r = rng.standard_normal((2, 3 * H, H)).astype(np.float32)
+bias = rng.standard_normal((2, 6 * H)).astype(np.float32)
+h0 = rng.standard_normal((2, N, H)).astype(np.float32)
+for lbr in (0, 1):
+    out = run([helper.make_node("GRU", ["X", "W", "R", "B", "", "H0"], ["Y", "Yh"], hidden_size=H,
+                                direction="bidirectional", linear_before_reset=lbr)],
+              [helper.make_tensor_value_info("X", f32, list(x.shape))],
+              [helper.make_tensor_value_info("Y", f32, None),
+               helper.make_tensor_value_info("Yh", f32, None)], {"X": x}, "gru_lbr%d" % lbr,
+              inits=[("W", w), ("R", r), ("B", bias), ("H0", h0)])
+    ey, eh = gru_ref(x, w, r, bias, h0, lbr)
+    assert np.allclose(out["Y"], ey, rtol=1e-4, atol=1e-5), (lbr, out["Y"], ey)
+    assert np.allclose(out["Yh"], eh, rtol=1e-4, atol=1e-5), (lbr, out["Yh"], eh)
+
+w = rng.standard_normal((2, 4 * H, I)).astype(np.float32)
+r = rng.standard_normal((2, 4 * H, H)).astype(np.float32)
+bias = rng.standard_normal((2, 8 * H)).astype(np.float32)
+p = rng.standard_normal((2, 3 * H)).astype(np.float32)
+xb = np.ascontiguousarray(x.transpose(1, 0, 2))  # batch first
+out = run([helper.make_node("LSTM", ["X", "W", "R", "B", "", "", "", "P"], ["Y", "Yh", "Yc"],
+                            hidden_size=H, direction="bidirectional", layout=1, clip=1.5)],
+          [helper.make_tensor_value_info("X", f32, list(xb.shape))],
+          [helper.make_tensor_value_info(k, f32, None) for k in ("Y", "Yh", "Yc")], {"X": xb},
+          "lstm_bidir_batchfirst", opset=14, inits=[("W", w), ("R", r), ("B", bias), ("P", p)])
+ys, hs, cs = [], [], []
+for d in range(2):
+    h, c, y = np.zeros((N, H)), np.zeros((N, H)), np.zeros((T, N, H))
+    for t in (range(T) if d == 0 else reversed(range(T))):
+        g = x[t] @ w[d].T + h @ r[d].T + bias[d, :4 * H] + bias[d, 4 * H:]
+        cl = lambda v: np.clip(v, -1.5, 1.5)
+        i = sigm(cl(g[:, :H] + p[d, :H] * c))
+        f = sigm(cl(g[:, 2 * H:3 * H] + p[d, 2 * H:] * c))
+        c = f * c + i * np.tanh(cl(g[:, 3 * H:]))
+        o = sigm(cl(g[:, H:2 * H] + p[d, H:2 * H] * c))
+        h = o * np.tanh(c)
+        y[t] = h
+    ys.append(y)
+    hs.append(h)
+    cs.append(c)
+assert np.allclose(out["Y"], np.stack(ys, 1).transpose(2, 0, 1, 3), rtol=1e-4, atol=1e-5)
+assert np.allclose(out["Yh"], np.stack(hs).transpose(1, 0, 2), rtol=1e-4, atol=1e-5)
+assert np.allclose(out["Yc"], np.stack(cs).transpose(1, 0, 2), rtol=1e-4, atol=1e-5)
+
 print("op edge cases: ok")
