@@ -236,17 +236,117 @@ DenseIntElementsAttr i64Vector(OpBuilder &b, ArrayRef<int64_t> v) {
       v);
 }
 
+} // namespace
+
+Value emitConvolution(OpBuilder &b, Location loc, Value x, Value w,
+                      int64_t group, ArrayRef<int64_t> strides,
+                      ArrayRef<int64_t> dilations) {
+  Shape xs = shapeOf(x), ws = shapeOf(w);
+  size_t r = xs.size() - 2;
+  if (r == 1) {
+    // A 1-D convolution is a 2-D one over a height of 1.
+    xs.insert(xs.begin() + 2, 1);
+    ws.insert(ws.begin() + 2, 1);
+    Value y = emitConvolution(b, loc, emitReshape(b, loc, x, xs),
+                              emitReshape(b, loc, w, ws), group,
+                              {1, strides[0]}, {1, dilations[0]});
+    Shape ys = shapeOf(y);
+    ys.erase(ys.begin() + 2);
+    return emitReshape(b, loc, y, ys);
+  }
+  Type et = cast<RankedTensorType>(x.getType()).getElementType();
+  int64_t N = xs[0], C = xs[1], M = ws[0];
+  Shape out = {N, M};
+  for (size_t i = 0; i < r; ++i)
+    out.push_back(
+        (xs[2 + i] - dilations[i] * (ws[2 + i] - 1) - 1) / strides[i] + 1);
+  auto st = i64Vector(b, strides), dil = i64Vector(b, dilations);
+  Value init = emitFilled(b, loc, out, zeroAttr(b, et));
+  if (group == 1) {
+    if (r == 2)
+      return linalg::Conv2DNchwFchwOp::create(b, loc, TypeRange{init.getType()},
+                                              ValueRange{x, w},
+                                              ValueRange{init}, st, dil)
+          .getResult(0);
+    return linalg::Conv3DNcdhwFcdhwOp::create(b, loc, TypeRange{init.getType()},
+                                              ValueRange{x, w},
+                                              ValueRange{init}, st, dil)
+        .getResult(0);
+  }
+  if (r == 2 && group == C && M == C) {
+    Value wd = emitReshape(b, loc, w, {C, ws[2], ws[3]});
+    return linalg::DepthwiseConv2DNchwChwOp::create(
+               b, loc, TypeRange{init.getType()}, ValueRange{x, wd},
+               ValueRange{init}, st, dil)
+        .getResult(0);
+  }
+  int64_t Cg = C / group, Mg = M / group;
+  if (r == 2) {
+    Value xg = emitReshape(b, loc, x, {N, group, Cg, xs[2], xs[3]});
+    Value wg = emitReshape(b, loc, w, {group, Mg, Cg, ws[2], ws[3]});
+    Shape gout = {N, group, Mg, out[2], out[3]};
+    Value ginit = emitFilled(b, loc, gout, zeroAttr(b, et));
+    Value y = linalg::Conv2DNgchwGfchwOp::create(
+                  b, loc, TypeRange{ginit.getType()}, ValueRange{xg, wg},
+                  ValueRange{ginit}, st, dil)
+                  .getResult(0);
+    return emitReshape(b, loc, y, out);
+  }
+  // 3-D grouped: linalg has no named op, so one convolution per group.
+  // `dim` is the channel dim of the sliced tensor (1 for x, 0 for w).
+  auto box = [&](const Shape &s, size_t dim, int64_t off, int64_t size,
+                 SmallVector<OpFoldResult> &offs,
+                 SmallVector<OpFoldResult> &sizes,
+                 SmallVector<OpFoldResult> &ones) {
+    for (size_t d = 0; d < s.size(); ++d) {
+      offs.push_back(b.getIndexAttr(d == dim ? off : 0));
+      sizes.push_back(b.getIndexAttr(d == dim ? size : s[d]));
+      ones.push_back(b.getIndexAttr(1));
+    }
+  };
+  Value result = init;
+  Shape gout = out;
+  gout[1] = Mg;
+  for (int64_t gi = 0; gi < group; ++gi) {
+    SmallVector<OpFoldResult> xo, xsz, x1, wo, wsz, w1, oo, osz, o1;
+    box(xs, 1, gi * Cg, Cg, xo, xsz, x1);
+    box(ws, 0, gi * Mg, Mg, wo, wsz, w1);
+    box(out, 1, gi * Mg, Mg, oo, osz, o1);
+    Value xg = tensor::ExtractSliceOp::create(b, loc, x, xo, xsz, x1);
+    Value wg = tensor::ExtractSliceOp::create(b, loc, w, wo, wsz, w1);
+    Value ginit = emitFilled(b, loc, gout, zeroAttr(b, et));
+    Value y = linalg::Conv3DNcdhwFcdhwOp::create(
+                  b, loc, TypeRange{ginit.getType()}, ValueRange{xg, wg},
+                  ValueRange{ginit}, st, dil)
+                  .getResult(0);
+    result = tensor::InsertSliceOp::create(b, loc, y, result, oo, osz, o1);
+  }
+  return result;
+}
+
+Value emitChannelBias(OpBuilder &b, Location loc, Value y, Value bias) {
+  Shape ys = shapeOf(y);
+  Shape bs(ys.size() - 1, 1);
+  bs[0] = ys[1];
+  Type et = cast<RankedTensorType>(y.getType()).getElementType();
+  return emitElementwise(b, loc, ValueRange{y, emitReshape(b, loc, bias, bs)},
+                         et, ys, [](OpBuilder &nb, Location l, ValueRange v) {
+                           return (Value)arith::AddFOp::create(nb, l, v[0],
+                                                               v[1]);
+                         });
+}
+
+namespace {
+
 LogicalResult lowerConv(NodeLowering &n) {
   Shape xs = n.shape(0), ws = n.shape(1);
-  if (xs.size() != 4 && xs.size() != 3)
-    return n.fail("only 1-D and 2-D convolutions are supported (input " +
+  if (xs.size() < 3 || xs.size() > 5)
+    return n.fail("only 1-D, 2-D and 3-D convolutions are supported (input " +
                   formatShape(xs) + ")");
   if (!isFloatDType(n.dtype(0)))
     return n.fail("only floating-point convolutions are supported");
   OpBuilder &b = n.builder();
   Location loc = n.loc();
-  Value x = n.value(0), w = n.value(1);
-  bool is1d = xs.size() == 3;
   std::vector<int64_t> kernel = n.attrInts("kernel_shape");
   if (kernel.empty())
     kernel.assign(ws.begin() + 2, ws.end());
@@ -254,64 +354,17 @@ LogicalResult lowerConv(NodeLowering &n) {
   WindowGeometry g;
   if (failed(windowGeometry(n, spatial, kernel, false, g)))
     return failure();
-  if (is1d) {
-    // A 1-D convolution is a 2-D one over a height of 1.
-    xs.insert(xs.begin() + 2, 1);
-    ws.insert(ws.begin() + 2, 1);
-    x = emitReshape(b, loc, x, xs);
-    w = emitReshape(b, loc, w, ws);
-    for (auto *v : {&g.kernel, &g.dilations, &g.padLo, &g.padHi, &g.out})
-      v->insert(v->begin(),
-                (v == &g.out || v == &g.kernel || v == &g.dilations) ? 1 : 0);
-    g.strides.insert(g.strides.begin(), 1);
-  }
-  int64_t N = xs[0], C = xs[1], M = ws[0];
+  int64_t C = xs[1], M = ws[0];
   int64_t group = n.attrInt("group", 1);
-  if (C % group || M % group || ws[1] * group != C)
+  if (group < 1 || C % group || M % group || ws[1] * group != C)
     return n.fail("channels " + Twine(C) + " and weight " +
                   formatShape(n.shape(1)) + " do not fit group " +
                   Twine(group));
-  x = padSpatial(b, loc, x, g, 0.0);
-  Type et = n.elementType(n.dtype(0));
-  Shape out = {N, M, g.out[0], g.out[1]};
-  auto strides = i64Vector(b, g.strides), dil = i64Vector(b, g.dilations);
-  Value r;
-  if (group == 1) {
-    Value init = emitFilled(b, loc, out, zeroAttr(b, et));
-    r = linalg::Conv2DNchwFchwOp::create(b, loc, TypeRange{init.getType()},
-                                         ValueRange{x, w}, ValueRange{init},
-                                         strides, dil)
-            .getResult(0);
-  } else if (group == C && M == C) {
-    Value wd = emitReshape(b, loc, w, {C, ws[2], ws[3]});
-    Value init = emitFilled(b, loc, out, zeroAttr(b, et));
-    r = linalg::DepthwiseConv2DNchwChwOp::create(
-            b, loc, TypeRange{init.getType()}, ValueRange{x, wd},
-            ValueRange{init}, strides, dil)
-            .getResult(0);
-  } else {
-    Shape px = shapeOf(x);
-    Value xg = emitReshape(b, loc, x, {N, group, C / group, px[2], px[3]});
-    Value wg =
-        emitReshape(b, loc, w, {group, M / group, C / group, ws[2], ws[3]});
-    Shape gout = {N, group, M / group, g.out[0], g.out[1]};
-    Value init = emitFilled(b, loc, gout, zeroAttr(b, et));
-    r = linalg::Conv2DNgchwGfchwOp::create(b, loc, TypeRange{init.getType()},
-                                           ValueRange{xg, wg}, ValueRange{init},
-                                           strides, dil)
-            .getResult(0);
-    r = emitReshape(b, loc, r, out);
-  }
-  if (n.hasInput(2)) {
-    Value bias = emitReshape(b, loc, n.value(2), {M, 1, 1});
-    r = emitElementwise(b, loc, ValueRange{r, bias}, et, out,
-                        [](OpBuilder &nb, Location l, ValueRange v) {
-                          return (Value)arith::AddFOp::create(nb, l, v[0],
-                                                              v[1]);
-                        });
-  }
-  if (is1d)
-    r = emitReshape(b, loc, r, {N, M, g.out[1]});
+  Value x = padSpatial(b, loc, n.value(0), g, 0.0);
+  Value r =
+      emitConvolution(b, loc, x, n.value(1), group, g.strides, g.dilations);
+  if (n.hasInput(2))
+    r = emitChannelBias(b, loc, r, n.value(2));
   n.setOutput(0, r, n.dtype(0));
   return success();
 }

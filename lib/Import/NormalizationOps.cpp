@@ -462,9 +462,81 @@ LogicalResult lowerMeanVarianceNormalization(NodeLowering &n) {
   return success();
 }
 
+/// LRN: x / (bias + alpha/size * sum of x^2 over a window of `size`
+/// channels around c)^beta; the window sum is a reduction loop over the
+/// zero-padded squares.
+LogicalResult lowerLRN(NodeLowering &n) {
+  const Shape &in = n.shape(0);
+  int64_t rank = in.size();
+  if (rank < 3)
+    return n.fail("input must be [N, C, d...]");
+  if (!isFloatDType(n.dtype(0)))
+    return n.fail("LRN needs a floating-point input");
+  int64_t size = n.attrInt("size", 0);
+  if (size < 1)
+    return n.fail("size must be a positive integer");
+  double alpha = n.attrFloat("alpha", 1e-4f), beta = n.attrFloat("beta", 0.75f),
+         bias = n.attrFloat("bias", 1.0f);
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  MLIRContext *ctx = b.getContext();
+  Type et = n.elementType(n.dtype(0));
+  Value x = n.value(0);
+  Value sq = emitElementwise(
+      b, loc, x, et, in, [](OpBuilder &nb, Location l, ValueRange v) {
+        return (Value)arith::MulFOp::create(nb, l, v[0], v[0]);
+      });
+  int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+  SmallVector<OpFoldResult> padLo(rank, b.getIndexAttr(0)), padHi = padLo;
+  padLo[1] = b.getIndexAttr(lo);
+  padHi[1] = b.getIndexAttr(hi);
+  Shape padded = in;
+  padded[1] += size - 1;
+  sq = tensor::PadOp::create(b, loc, RankedTensorType::get(padded, et), sq,
+                             padLo, padHi, scalarConstant(b, loc, et, 0.0));
+  // Loops (n, c, d..., j) read padded[n, c + j, d...].
+  SmallVector<AffineExpr> inExprs, outExprs;
+  for (int64_t d = 0; d < rank; ++d) {
+    outExprs.push_back(getAffineDimExpr(d, ctx));
+    inExprs.push_back(d == 1 ? getAffineDimExpr(1, ctx) +
+                                   getAffineDimExpr(rank, ctx)
+                             : getAffineDimExpr(d, ctx));
+  }
+  Value window = tensor::EmptyOp::create(b, loc, Shape{size}, et);
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(rank + 1, 0, inExprs, ctx),
+      AffineMap::get(rank + 1, 0, getAffineDimExpr(rank, ctx)),
+      AffineMap::get(rank + 1, 0, outExprs, ctx)};
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  iters.push_back(utils::IteratorType::reduction);
+  Value init = emitFilled(b, loc, in, b.getFloatAttr(et, 0.0));
+  Value sum = linalg::GenericOp::create(
+                  b, loc, TypeRange{init.getType()}, ValueRange{sq, window},
+                  ValueRange{init}, maps, iters,
+                  [](OpBuilder &nb, Location l, ValueRange a) {
+                    linalg::YieldOp::create(
+                        nb, l, (Value)arith::AddFOp::create(nb, l, a[2], a[0]));
+                  })
+                  .getResult(0);
+  Value r = emitElementwise(
+      b, loc, ValueRange{x, sum}, et, in,
+      [&](OpBuilder &nb, Location l, ValueRange v) {
+        Value d = arith::AddFOp::create(
+            nb, l, scalarConstant(nb, l, et, bias),
+            arith::MulFOp::create(
+                nb, l, scalarConstant(nb, l, et, alpha / size), v[1]));
+        return (Value)arith::DivFOp::create(
+            nb, l, v[0],
+            math::PowFOp::create(nb, l, d, scalarConstant(nb, l, et, beta)));
+      });
+  n.setOutput(0, r, n.dtype(0));
+  return success();
+}
+
 } // namespace
 
 void registerNormalizationLowerings() {
+  opLowerings()["LRN"] = lowerLRN;
   opLowerings()["MeanVarianceNormalization"] = lowerMeanVarianceNormalization;
   opLowerings()["Hardmax"] = lowerHardmax;
   auto &t = opLowerings();

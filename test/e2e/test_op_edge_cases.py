@@ -8,14 +8,16 @@ import tempfile
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 from onnx import TensorProto, helper
 
 mcc = sys.argv[1]
 work = tempfile.mkdtemp(prefix="mcc-edge-")
 
 
-def run(nodes, inputs, outputs, feeds, name, opset=17):
-    g = helper.make_graph(nodes, name, inputs, outputs)
+def run(nodes, inputs, outputs, feeds, name, opset=17, inits=()):
+    g = helper.make_graph(nodes, name, inputs, outputs,
+                          [onnx.numpy_helper.from_array(v, k) for k, v in inits])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     path = os.path.join(work, name + ".onnx")
     onnx.save(m, path)
@@ -100,5 +102,208 @@ subprocess.run([mcc, "run", path + ".so", "--input", path + ".in.npz", "--output
                 path + ".out.npz"], check=True)
 y = np.load(path + ".out.npz")["Y"]
 assert np.array_equal(y, np.flip(np.cumsum(np.flip(x, 1), 1), 1)), y
+
+def conv_transpose_ref(x, w, b, group, strides, dils, pads_lo, out_sp):
+    """Scatter form of ConvTranspose, straight from its definition."""
+    N, C = x.shape[:2]
+    Cg, Mg = C // group, w.shape[1]
+    y = np.zeros((N, group * Mg) + tuple(out_sp), np.float64)
+    for i in np.ndindex(*x.shape[2:]):
+        for k in np.ndindex(*w.shape[2:]):
+            o = [i[d] * strides[d] + k[d] * dils[d] - pads_lo[d] for d in range(len(i))]
+            if any(v < 0 or v >= out_sp[d] for d, v in enumerate(o)):
+                continue
+            for g in range(group):
+                xs = x[(slice(None), slice(g * Cg, (g + 1) * Cg)) + i]  # N x Cg
+                ws = w[(slice(g * Cg, (g + 1) * Cg), slice(None)) + k]  # Cg x Mg
+                y[(slice(None), slice(g * Mg, (g + 1) * Mg)) + tuple(o)] += xs @ ws
+    if b is not None:
+        y += b.reshape((1, -1) + (1,) * len(out_sp))
+    return y.astype(np.float32)
+
+
+rng = np.random.default_rng(0)
+f32 = TensorProto.FLOAT
+# ConvTranspose with initializer weights and bias, group 2 with several
+# channels per group, asymmetric pads, output_padding and dilation.
+x = rng.standard_normal((2, 4, 3, 4)).astype(np.float32)
+w = rng.standard_normal((4, 3, 3, 2)).astype(np.float32)
+bias = rng.standard_normal(6).astype(np.float32)
+y = run([helper.make_node("ConvTranspose", ["X", "W", "B"], ["Y"], group=2, strides=[2, 1],
+                          pads=[1, 0, 0, 1], output_padding=[1, 0], dilations=[1, 2])],
+        [helper.make_tensor_value_info("X", f32, list(x.shape))],
+        [helper.make_tensor_value_info("Y", f32, None)], {"X": x}, "convtranspose_group_init",
+        inits=[("W", w), ("B", bias)])["Y"]
+# H: 2*2+1+3-1-0 = 7; W: 1*3+0+2*1+1-0-1 = 5
+exp = conv_transpose_ref(x, w, bias, 2, [2, 1], [1, 2], [1, 0], [7, 5])
+assert y.shape == exp.shape and np.allclose(y, exp, rtol=1e-4, atol=1e-5), (y, exp)
+
+# Depthwise ConvTranspose (group = channels, one output each), initializer
+# weights; and a 3-D grouped one with runtime weights.
+x = rng.standard_normal((1, 3, 4, 4)).astype(np.float32)
+w = rng.standard_normal((3, 1, 3, 3)).astype(np.float32)
+y = run([helper.make_node("ConvTranspose", ["X", "W"], ["Y"], group=3, strides=[2, 2],
+                          pads=[1, 1, 1, 1])],
+        [helper.make_tensor_value_info("X", f32, list(x.shape))],
+        [helper.make_tensor_value_info("Y", f32, None)], {"X": x}, "convtranspose_depthwise",
+        inits=[("W", w)])["Y"]
+exp = conv_transpose_ref(x, w, None, 3, [2, 2], [1, 1], [1, 1], [7, 7])
+assert y.shape == exp.shape and np.allclose(y, exp, rtol=1e-4, atol=1e-5), (y, exp)
+x = rng.standard_normal((1, 4, 2, 3, 2)).astype(np.float32)
+w = rng.standard_normal((4, 2, 2, 2, 3)).astype(np.float32)
+y = run([helper.make_node("ConvTranspose", ["X", "W"], ["Y"], group=2, strides=[2, 1, 2])],
+        [helper.make_tensor_value_info("X", f32, list(x.shape)),
+         helper.make_tensor_value_info("W", f32, list(w.shape))],
+        [helper.make_tensor_value_info("Y", f32, None)], {"X": x, "W": w},
+        "convtranspose_3d_group")["Y"]
+exp = conv_transpose_ref(x, w, None, 2, [2, 1, 2], [1, 1, 1], [0, 0, 0], [4, 4, 5])
+assert y.shape == exp.shape and np.allclose(y, exp, rtol=1e-4, atol=1e-5), (y, exp)
+
+# Conv 3-D, grouped (one convolution per group each).
+x = rng.standard_normal((1, 4, 5, 4, 6)).astype(np.float32)
+w = rng.standard_normal((6, 2, 3, 2, 3)).astype(np.float32)
+y = run([helper.make_node("Conv", ["X", "W"], ["Y"], group=2, strides=[2, 1, 2],
+                          pads=[1, 0, 1, 1, 0, 1])],
+        [helper.make_tensor_value_info("X", f32, list(x.shape))],
+        [helper.make_tensor_value_info("Y", f32, None)], {"X": x}, "conv_3d_group",
+        inits=[("W", w)])["Y"]
+exp = np.zeros((1, 6, 3, 3, 3), np.float64)
+xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (0, 0), (1, 1)))
+for g in range(2):
+    for o in np.ndindex(3, 3, 3):
+        win = xp[0, 2 * g:2 * g + 2, 2 * o[0]:2 * o[0] + 3, o[1]:o[1] + 2, 2 * o[2]:2 * o[2] + 3]
+        exp[0, 3 * g:3 * g + 3][(slice(None),) + o] = np.tensordot(w[3 * g:3 * g + 3], win, 4)
+assert y.shape == exp.shape and np.allclose(y, exp, rtol=1e-4, atol=1e-4), (y, exp)
+
+# Einsum: "..." broadcast across operands (size 1 against 3, different
+# ranks), implicit output, three operands, a diagonal summed away, int64.
+def einsum(eq, *xs, dtype=TensorProto.FLOAT):
+    names = ["X%d" % i for i in range(len(xs))]
+    return run([helper.make_node("Einsum", names, ["Y"], equation=eq)],
+               [helper.make_tensor_value_info(k, dtype, list(v.shape)) for k, v in zip(names, xs)],
+               [helper.make_tensor_value_info("Y", dtype, None)], dict(zip(names, xs)),
+               "einsum_" + eq.replace("...", "E").replace(",", "_").replace("->", "_to_"))["Y"]
+
+
+cases = [
+    ("...ij,...jk->...ik", rng.standard_normal((2, 1, 3, 4)), rng.standard_normal((3, 4, 5))),
+    ("...ij,...jk", rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 5))),
+    ("ba,ca", rng.standard_normal((3, 4)), rng.standard_normal((5, 4))),
+    ("ij,jk,kl->il", rng.standard_normal((2, 3)), rng.standard_normal((3, 4)), rng.standard_normal((4, 2))),
+    ("iij->", rng.standard_normal((3, 3, 2))),
+    ("bii->bi", rng.standard_normal((2, 3, 3))),
+    ("i...,i...->...", rng.standard_normal((4, 2, 3)), rng.standard_normal((4, 1, 3))),
+]
+for eq, *xs in cases:
+    xs = [x.astype(np.float32) for x in xs]
+    y, exp = einsum(eq, *xs), np.einsum(eq, *xs)
+    assert y.shape == exp.shape and np.allclose(y, exp, rtol=1e-4, atol=1e-5), (eq, y, exp)
+a, c = np.arange(6, dtype=np.int64).reshape(2, 3), np.arange(12, dtype=np.int64).reshape(3, 4)
+y = einsum("ij,jk->ki", a, c, dtype=TensorProto.INT64)
+assert np.array_equal(y, np.einsum("ij,jk->ki", a, c)), y
+
+# DFT (opset 17): zero padding to dft_length with a one-sided output;
+# truncation of a complex signal along axis 2; an inverse one-sided (irfft)
+# DFT of odd length.
+def dft(x, length, name, **attrs):
+    return run([helper.make_node("DFT", ["X", "L"], ["Y"], **attrs)],
+               [helper.make_tensor_value_info("X", f32, list(x.shape))],
+               [helper.make_tensor_value_info("Y", f32, None)], {"X": x}, name,
+               inits=[("L", np.array(length, np.int64))])["Y"]
+
+
+x = rng.standard_normal((2, 5, 1)).astype(np.float32)
+y = dft(x, 8, "dft_pad_onesided", axis=1, onesided=1)
+exp = np.fft.rfft(x[..., 0], n=8, axis=1)
+assert np.allclose(y, np.stack([exp.real, exp.imag], -1), rtol=1e-4, atol=1e-5), y
+x = rng.standard_normal((1, 3, 8, 2)).astype(np.float32)
+y = dft(x, 6, "dft_complex_truncate", axis=2)
+exp = np.fft.fft(x[..., 0] + 1j * x[..., 1], n=6, axis=2)
+assert np.allclose(y, np.stack([exp.real, exp.imag], -1), rtol=1e-4, atol=1e-5), y
+x = rng.standard_normal((2, 4, 2)).astype(np.float32)
+y = dft(x, 7, "dft_irfft_odd", axis=1, inverse=1, onesided=1)
+exp = np.fft.irfft(x[..., 0] + 1j * x[..., 1], n=7, axis=1)
+assert y.shape == (2, 7, 1) and np.allclose(y[..., 0], exp, rtol=1e-4, atol=1e-5), y
+
+# LRN with an even size: the window is one channel longer above than below.
+x = rng.standard_normal((1, 5, 2, 2)).astype(np.float32)
+y = run([helper.make_node("LRN", ["X"], ["Y"], size=4, alpha=0.01, beta=0.6, bias=2.0)],
+        [helper.make_tensor_value_info("X", f32, list(x.shape))],
+        [helper.make_tensor_value_info("Y", f32, None)], {"X": x}, "lrn_even")["Y"]
+sq = np.zeros_like(x)
+for c in range(5):
+    sq[:, c] = (x[:, max(0, c - 1):min(5, c + 3)] ** 2).sum(1)
+assert np.allclose(y, x / (2.0 + 0.01 / 4 * sq) ** 0.6, rtol=1e-5), y
+
+# GRU with linear_before_reset, bias and initial state, bidirectional; LSTM
+# batch-first bidirectional with clip, peepholes and the Y_c output.
+def sigm(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def gru_ref(x, w, r, bias, h0, lbr):
+    T, H, ys, hs = x.shape[0], r.shape[-1], [], []
+    for d in range(w.shape[0]):
+        h, y = h0[d], np.zeros((T,) + h0.shape[1:])
+        wb, rb = bias[d, :3 * H], bias[d, 3 * H:]
+        for t in (range(T) if d == 0 else reversed(range(T))):
+            xw, hr = x[t] @ w[d].T + wb, h @ r[d].T + rb
+            z, rr = sigm(xw[:, :H] + hr[:, :H]), sigm(xw[:, H:2 * H] + hr[:, H:2 * H])
+            if lbr:
+                hc = np.tanh(xw[:, 2 * H:] + rr * hr[:, 2 * H:])
+            else:
+                hc = np.tanh(xw[:, 2 * H:] + (rr * h) @ r[d, 2 * H:].T + rb[2 * H:])
+            h = (1 - z) * hc + z * h
+            y[t] = h
+        ys.append(y)
+        hs.append(h)
+    return np.stack(ys, 1), np.stack(hs)
+
+
+T, N, I, H = 4, 2, 3, 5
+x = rng.standard_normal((T, N, I)).astype(np.float32)
+w = rng.standard_normal((2, 3 * H, I)).astype(np.float32)
+r = rng.standard_normal((2, 3 * H, H)).astype(np.float32)
+bias = rng.standard_normal((2, 6 * H)).astype(np.float32)
+h0 = rng.standard_normal((2, N, H)).astype(np.float32)
+for lbr in (0, 1):
+    out = run([helper.make_node("GRU", ["X", "W", "R", "B", "", "H0"], ["Y", "Yh"], hidden_size=H,
+                                direction="bidirectional", linear_before_reset=lbr)],
+              [helper.make_tensor_value_info("X", f32, list(x.shape))],
+              [helper.make_tensor_value_info("Y", f32, None),
+               helper.make_tensor_value_info("Yh", f32, None)], {"X": x}, "gru_lbr%d" % lbr,
+              inits=[("W", w), ("R", r), ("B", bias), ("H0", h0)])
+    ey, eh = gru_ref(x, w, r, bias, h0, lbr)
+    assert np.allclose(out["Y"], ey, rtol=1e-4, atol=1e-5), (lbr, out["Y"], ey)
+    assert np.allclose(out["Yh"], eh, rtol=1e-4, atol=1e-5), (lbr, out["Yh"], eh)
+
+w = rng.standard_normal((2, 4 * H, I)).astype(np.float32)
+r = rng.standard_normal((2, 4 * H, H)).astype(np.float32)
+bias = rng.standard_normal((2, 8 * H)).astype(np.float32)
+p = rng.standard_normal((2, 3 * H)).astype(np.float32)
+xb = np.ascontiguousarray(x.transpose(1, 0, 2))  # batch first
+out = run([helper.make_node("LSTM", ["X", "W", "R", "B", "", "", "", "P"], ["Y", "Yh", "Yc"],
+                            hidden_size=H, direction="bidirectional", layout=1, clip=1.5)],
+          [helper.make_tensor_value_info("X", f32, list(xb.shape))],
+          [helper.make_tensor_value_info(k, f32, None) for k in ("Y", "Yh", "Yc")], {"X": xb},
+          "lstm_bidir_batchfirst", opset=14, inits=[("W", w), ("R", r), ("B", bias), ("P", p)])
+ys, hs, cs = [], [], []
+for d in range(2):
+    h, c, y = np.zeros((N, H)), np.zeros((N, H)), np.zeros((T, N, H))
+    for t in (range(T) if d == 0 else reversed(range(T))):
+        g = x[t] @ w[d].T + h @ r[d].T + bias[d, :4 * H] + bias[d, 4 * H:]
+        cl = lambda v: np.clip(v, -1.5, 1.5)
+        i = sigm(cl(g[:, :H] + p[d, :H] * c))
+        f = sigm(cl(g[:, 2 * H:3 * H] + p[d, 2 * H:] * c))
+        c = f * c + i * np.tanh(cl(g[:, 3 * H:]))
+        o = sigm(cl(g[:, H:2 * H] + p[d, H:2 * H] * c))
+        h = o * np.tanh(c)
+        y[t] = h
+    ys.append(y)
+    hs.append(h)
+    cs.append(c)
+assert np.allclose(out["Y"], np.stack(ys, 1).transpose(2, 0, 1, 3), rtol=1e-4, atol=1e-5)
+assert np.allclose(out["Yh"], np.stack(hs).transpose(1, 0, 2), rtol=1e-4, atol=1e-5)
+assert np.allclose(out["Yc"], np.stack(cs).transpose(1, 0, 2), rtol=1e-4, atol=1e-5)
 
 print("op edge cases: ok")

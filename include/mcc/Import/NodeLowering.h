@@ -162,6 +162,16 @@ mlir::Value emitScalarCast(mlir::OpBuilder &b, mlir::Location loc,
 
 int64_t normalizeAxis(int64_t axis, int64_t rank);
 
+/// ONNX Conv (cross-correlation) of an already padded [N, C, d...] input
+/// with an [M, C/group, k...] weight, 1-D to 3-D; no bias.
+mlir::Value emitConvolution(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value x, mlir::Value w, int64_t group,
+                            llvm::ArrayRef<int64_t> strides,
+                            llvm::ArrayRef<int64_t> dilations);
+/// y[n, c, ...] + bias[c].
+mlir::Value emitChannelBias(mlir::OpBuilder &b, mlir::Location loc,
+                            mlir::Value y, mlir::Value bias);
+
 } // namespace mcc
 
 #endif // MCC_IMPORT_NODELOWERING_H
