@@ -39,7 +39,8 @@ typedef enum mcc_dtype {
   MCC_FLOAT64 = 11,
   MCC_UINT32 = 12,
   MCC_UINT64 = 13,
-  MCC_BFLOAT16 = 16, /* 2 bytes: the upper half of a float32 */
+  /* 2 bytes: the upper half of a float32 */
+  MCC_BFLOAT16 = 16,
 } mcc_dtype; /* values follow onnx.TensorProto.DataType */
 
 #define MCC_MAX_RANK 8

@@ -559,8 +559,8 @@ void registerElementwiseLowerings() {
     d.emit = [](OpBuilder &b, Location loc, ValueRange a, int32_t t) -> Value {
       Value zero = cst(b, loc, a[0], 0.0), one = cst(b, loc, a[0], 1.0);
       if (isU(t)) {
-        Value nz = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne,
-                                         a[0], zero);
+        Value nz =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, a[0], zero);
         return arith::SelectOp::create(b, loc, nz, one, zero);
       }
       if (!isF(t)) {

@@ -481,7 +481,8 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
     count *= in[a];
   int32_t dt = n.dtype(0);
   bool fl = isFloatDType(dt);
-  bool uns = isUnsignedDType(dt);
+  // bool reduces unsigned too: max is "any", min is "all".
+  bool uns = isUnsignedDType(dt) || dt == kBool;
   if (n.isLiteral(0)) {
     Shape out = in;
     for (int64_t a : axes)
@@ -561,9 +562,9 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
   case ReduceKind::Max:
     init = fl ? (TypedAttr)b.getFloatAttr(et, -INFINITY)
               : (TypedAttr)b.getIntegerAttr(
-                    et, uns ? APInt::getMinValue(et.getIntOrFloatBitWidth())
-                            : APInt::getSignedMinValue(
-                                  et.getIntOrFloatBitWidth()));
+                    et,
+                    uns ? APInt::getMinValue(et.getIntOrFloatBitWidth())
+                        : APInt::getSignedMinValue(et.getIntOrFloatBitWidth()));
     combine = [fl, uns](OpBuilder &nb, Location l, ValueRange v) -> Value {
       if (fl)
         return arith::MaximumFOp::create(nb, l, v[0], v[1]);
@@ -575,9 +576,9 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
   case ReduceKind::Min:
     init = fl ? (TypedAttr)b.getFloatAttr(et, INFINITY)
               : (TypedAttr)b.getIntegerAttr(
-                    et, uns ? APInt::getMaxValue(et.getIntOrFloatBitWidth())
-                            : APInt::getSignedMaxValue(
-                                  et.getIntOrFloatBitWidth()));
+                    et,
+                    uns ? APInt::getMaxValue(et.getIntOrFloatBitWidth())
+                        : APInt::getSignedMaxValue(et.getIntOrFloatBitWidth()));
     combine = [fl, uns](OpBuilder &nb, Location l, ValueRange v) -> Value {
       if (fl)
         return arith::MinimumFOp::create(nb, l, v[0], v[1]);

@@ -182,8 +182,7 @@ static int64_t doubleToIntBits(double v, int32_t dtype) {
   if (std::isnan(v))
     return 0;
   if (dtype == kUInt64 && v >= 0x1p63)
-    return v >= 0x1p64 ? -1
-                       : static_cast<int64_t>(static_cast<uint64_t>(v));
+    return v >= 0x1p64 ? -1 : static_cast<int64_t>(static_cast<uint64_t>(v));
   if (v >= 0x1p63)
     return INT64_MAX;
   if (v < -0x1p63)

@@ -205,9 +205,9 @@ Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
   if (isa<FloatType>(type))
     return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
   // Values from 2^63 up are uint64 constants; the attribute keeps the bits.
-  int64_t bits = value >= 0x1p63 ? static_cast<int64_t>(
-                                       static_cast<uint64_t>(value))
-                                 : static_cast<int64_t>(value);
+  int64_t bits = value >= 0x1p63
+                     ? static_cast<int64_t>(static_cast<uint64_t>(value))
+                     : static_cast<int64_t>(value);
   return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, bits));
 }
 

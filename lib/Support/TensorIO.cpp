@@ -37,13 +37,13 @@ struct DescrEntry {
   const char *descr;
   mcc_dtype dtype;
 };
+// numpy has no bfloat16: ml_dtypes' bfloat16 saves as a 2-byte void, read
+// as bfloat16; makeNpy writes bfloat16 as uint16 bit patterns.
 const DescrEntry kDescrs[] = {
-    {"<f4", MCC_FLOAT32}, {"<f8", MCC_FLOAT64}, {"<f2", MCC_FLOAT16},
-    {"<i8", MCC_INT64},   {"<i4", MCC_INT32},   {"|i1", MCC_INT8},
-    {"|u1", MCC_UINT8},   {"|b1", MCC_BOOL},    {"<i2", MCC_INT16},
-    {"<u2", MCC_UINT16},  {"<u4", MCC_UINT32},  {"<u8", MCC_UINT64},
-    // numpy has no bfloat16: ml_dtypes' bfloat16 saves as a 2-byte void.
-    // Written back as uint16 bit patterns (makeNpy).
+    {"<f4", MCC_FLOAT32},  {"<f8", MCC_FLOAT64},  {"<f2", MCC_FLOAT16},
+    {"<i8", MCC_INT64},    {"<i4", MCC_INT32},    {"|i1", MCC_INT8},
+    {"|u1", MCC_UINT8},    {"|b1", MCC_BOOL},     {"<i2", MCC_INT16},
+    {"<u2", MCC_UINT16},   {"<u4", MCC_UINT32},   {"<u8", MCC_UINT64},
     {"<V2", MCC_BFLOAT16}, {"|V2", MCC_BFLOAT16},
 };
 
