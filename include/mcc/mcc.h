@@ -30,11 +30,17 @@ typedef enum mcc_dtype {
   MCC_FLOAT32 = 1,
   MCC_UINT8 = 2,
   MCC_INT8 = 3,
+  MCC_UINT16 = 4,
+  MCC_INT16 = 5,
   MCC_INT32 = 6,
   MCC_INT64 = 7,
   MCC_BOOL = 9,
   MCC_FLOAT16 = 10,
   MCC_FLOAT64 = 11,
+  MCC_UINT32 = 12,
+  MCC_UINT64 = 13,
+  /* 2 bytes: the upper half of a float32 */
+  MCC_BFLOAT16 = 16,
 } mcc_dtype; /* values follow onnx.TensorProto.DataType */
 
 #define MCC_MAX_RANK 8

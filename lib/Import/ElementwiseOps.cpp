@@ -29,6 +29,37 @@ struct ElementwiseDef {
 using AttrReader = std::function<ElementwiseDef(NodeLowering &)>;
 
 bool isF(int32_t d) { return isFloatDType(d); }
+bool isU(int32_t d) { return isUnsignedDType(d); }
+
+/// The unsigned counterpart of a signed ordering predicate.
+arith::CmpIPredicate forSignedness(arith::CmpIPredicate p, int32_t dtype) {
+  if (!isU(dtype))
+    return p;
+  switch (p) {
+  case arith::CmpIPredicate::slt:
+    return arith::CmpIPredicate::ult;
+  case arith::CmpIPredicate::sle:
+    return arith::CmpIPredicate::ule;
+  case arith::CmpIPredicate::sgt:
+    return arith::CmpIPredicate::ugt;
+  case arith::CmpIPredicate::sge:
+    return arith::CmpIPredicate::uge;
+  default:
+    return p;
+  }
+}
+
+/// Integer <-> float conversions that respect the integer's signedness.
+Value intToFloat(OpBuilder &b, Location loc, Type to, Value x, int32_t t) {
+  if (isU(t))
+    return arith::UIToFPOp::create(b, loc, to, x);
+  return arith::SIToFPOp::create(b, loc, to, x);
+}
+Value floatToInt(OpBuilder &b, Location loc, Type to, Value x, int32_t t) {
+  if (isU(t))
+    return arith::FPToUIOp::create(b, loc, to, x);
+  return arith::FPToSIOp::create(b, loc, to, x);
+}
 
 Value cst(OpBuilder &b, Location loc, Value like, double v) {
   return scalarConstant(b, loc, like.getType(), v);
@@ -130,7 +161,7 @@ ElementwiseDef compare(arith::CmpFPredicate fp, arith::CmpIPredicate ip,
                     int32_t t) -> Value {
     if (isF(t))
       return arith::CmpFOp::create(b, loc, fp, a[0], a[1]);
-    return arith::CmpIOp::create(b, loc, ip, a[0], a[1]);
+    return arith::CmpIOp::create(b, loc, forSignedness(ip, t), a[0], a[1]);
   };
   d.eval = [f](const std::vector<double> &v) {
     return f(v[0], v[1]) ? 1.0 : 0.0;
@@ -150,11 +181,15 @@ double sigmoidD(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 Value selectMax(OpBuilder &b, Location loc, Value x, Value y, int32_t t) {
   if (isF(t))
     return arith::MaximumFOp::create(b, loc, x, y);
+  if (isU(t))
+    return arith::MaxUIOp::create(b, loc, x, y);
   return arith::MaxSIOp::create(b, loc, x, y);
 }
 Value selectMin(OpBuilder &b, Location loc, Value x, Value y, int32_t t) {
   if (isF(t))
     return arith::MinimumFOp::create(b, loc, x, y);
+  if (isU(t))
+    return arith::MinUIOp::create(b, loc, x, y);
   return arith::MinSIOp::create(b, loc, x, y);
 }
 
@@ -184,7 +219,7 @@ void registerElementwiseLowerings() {
     d.emit = [](OpBuilder &b, Location loc, ValueRange a, int32_t t) -> Value {
       if (isF(t))
         return arith::DivFOp::create(b, loc, a[0], a[1]);
-      if (t == kUInt8)
+      if (isU(t))
         return arith::DivUIOp::create(b, loc, a[0], a[1]);
       return arith::DivSIOp::create(b, loc, a[0], a[1]);
     };
@@ -202,40 +237,38 @@ void registerElementwiseLowerings() {
     };
   }
   {
-    ElementwiseDef d;
-    d.emit = [](OpBuilder &b, Location loc, ValueRange a, int32_t t) -> Value {
-      Value x = a[0], y = a[1];
-      if (!isF(t)) {
-        if (isa<IntegerType>(y.getType())) {
-          if (y.getType() != x.getType())
-            y = y.getType().getIntOrFloatBitWidth() <
-                        x.getType().getIntOrFloatBitWidth()
-                    ? (Value)arith::ExtSIOp::create(b, loc, x.getType(), y)
-                    : (Value)arith::TruncIOp::create(b, loc, x.getType(), y);
-          return math::IPowIOp::create(b, loc, x, y);
+    // The exponent's dtype decides how an integer exponent widens or
+    // converts (uint32 exponents above 2^31 stay positive).
+    auto powDef = [](int32_t expT) {
+      ElementwiseDef d;
+      d.emit = [expT](OpBuilder &b, Location loc, ValueRange a,
+                      int32_t t) -> Value {
+        Value x = a[0], y = a[1];
+        if (!isF(t)) {
+          if (isa<IntegerType>(y.getType())) {
+            if (y.getType() != x.getType())
+              y = y.getType().getIntOrFloatBitWidth() <
+                          x.getType().getIntOrFloatBitWidth()
+                      ? emitScalarCast(b, loc, y, expT, t, x.getType())
+                      : (Value)arith::TruncIOp::create(b, loc, x.getType(), y);
+            return math::IPowIOp::create(b, loc, x, y);
+          }
+          // Integer base, float exponent: compute in f64, truncate toward 0.
+          Type f64 = b.getF64Type();
+          Value xf = intToFloat(b, loc, f64, x, t);
+          Value yf = emitScalarCast(b, loc, y, expT, kDouble, f64);
+          return floatToInt(b, loc, x.getType(),
+                            math::PowFOp::create(b, loc, xf, yf), t);
         }
-        // Integer base, float exponent: compute in f64, truncate toward 0.
-        Type f64 = b.getF64Type();
-        Value xf = arith::SIToFPOp::create(b, loc, f64, x);
-        Value yf = y.getType().isF64()
-                       ? y
-                       : (Value)arith::ExtFOp::create(b, loc, f64, y);
-        return arith::FPToSIOp::create(b, loc, x.getType(),
-                                       math::PowFOp::create(b, loc, xf, yf));
-      }
-      if (y.getType() != x.getType()) {
-        if (isa<FloatType>(y.getType()))
-          y = y.getType().getIntOrFloatBitWidth() <
-                      x.getType().getIntOrFloatBitWidth()
-                  ? (Value)arith::ExtFOp::create(b, loc, x.getType(), y)
-                  : (Value)arith::TruncFOp::create(b, loc, x.getType(), y);
-        else
-          y = arith::SIToFPOp::create(b, loc, x.getType(), y);
-      }
-      return math::PowFOp::create(b, loc, x, y);
+        if (y.getType() != x.getType() || expT != t)
+          y = emitScalarCast(b, loc, y, expT, t, x.getType());
+        return math::PowFOp::create(b, loc, x, y);
+      };
+      return d;
     };
+    ElementwiseDef d;
     d.eval = [](const std::vector<double> &v) { return std::pow(v[0], v[1]); };
-    opLowerings()["Pow"] = [d](NodeLowering &n) -> LogicalResult {
+    opLowerings()["Pow"] = [d, powDef](NodeLowering &n) -> LogicalResult {
       // x^2 and x^0.5 are common (layer norms, GELU): exact and cheap forms
       // keep them accurate to float32 rounding.
       if (n.isLiteral(1) && n.literal(1).size() == 1 && isF(n.dtype(0)) &&
@@ -262,7 +295,9 @@ void registerElementwiseLowerings() {
           return lowerElementwise(n, sq, 0, 1);
         }
       }
-      return lowerElementwise(n, d);
+      ElementwiseDef full = powDef(n.dtype(1));
+      full.eval = d.eval;
+      return lowerElementwise(n, full);
     };
   }
   {
@@ -284,6 +319,8 @@ void registerElementwiseLowerings() {
         return arith::SelectOp::create(
             b, loc, fix, arith::AddFOp::create(b, loc, r, a[1]), r);
       }
+      if (isU(t)) // no signs to reconcile
+        return arith::RemUIOp::create(b, loc, a[0], a[1]);
       Value r = arith::RemSIOp::create(b, loc, a[0], a[1]);
       Value zero = cst(b, loc, r, 0);
       Value rNeg =
@@ -310,6 +347,8 @@ void registerElementwiseLowerings() {
                      int32_t t) -> Value {
           if (isF(t))
             return arith::RemFOp::create(b, loc, a[0], a[1]);
+          if (isU(t))
+            return arith::RemUIOp::create(b, loc, a[0], a[1]);
           return arith::RemSIOp::create(b, loc, a[0], a[1]);
         };
         dd.eval = [](const std::vector<double> &v) {
@@ -474,6 +513,8 @@ void registerElementwiseLowerings() {
     d.emit = [](OpBuilder &b, Location loc, ValueRange a, int32_t t) -> Value {
       if (isF(t))
         return math::AbsFOp::create(b, loc, a[0]);
+      if (isU(t))
+        return a[0];
       return math::AbsIOp::create(b, loc, a[0]);
     };
     d.eval = [](const std::vector<double> &v) { return std::fabs(v[0]); };
@@ -517,6 +558,11 @@ void registerElementwiseLowerings() {
     ElementwiseDef d;
     d.emit = [](OpBuilder &b, Location loc, ValueRange a, int32_t t) -> Value {
       Value zero = cst(b, loc, a[0], 0.0), one = cst(b, loc, a[0], 1.0);
+      if (isU(t)) {
+        Value nz =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, a[0], zero);
+        return arith::SelectOp::create(b, loc, nz, one, zero);
+      }
       if (!isF(t)) {
         Value pos = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
                                           a[0], zero);
@@ -839,7 +885,7 @@ void registerElementwiseLowerings() {
       Value x = a[0];
       if (!isF(t)) {
         Type f = b.getF64Type();
-        Value xf = arith::SIToFPOp::create(b, loc, f, x);
+        Value xf = intToFloat(b, loc, f, x, t);
         Value lo = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, xf,
                                          cst(b, loc, xf, -lambd));
         Value hi = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, xf,
@@ -851,7 +897,7 @@ void registerElementwiseLowerings() {
                 b, loc, hi,
                 arith::SubFOp::create(b, loc, xf, cst(b, loc, xf, bias)),
                 cst(b, loc, xf, 0.0)));
-        return arith::FPToSIOp::create(b, loc, x.getType(), r);
+        return floatToInt(b, loc, x.getType(), r, t);
       }
       Value lo = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x,
                                        cst(b, loc, x, -lambd));

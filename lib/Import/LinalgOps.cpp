@@ -402,7 +402,11 @@ LogicalResult lowerPool(NodeLowering &n, bool isMax) {
   bool isFloat = isa<FloatType>(et);
   if (!isFloat && !isMax)
     return n.fail("AveragePool needs a floating-point input");
-  // linalg's integer max pool compares signed: pool uint8 as int32.
+  // linalg's integer max pool compares signed: pool uint8 as int32 (ONNX
+  // pools no wider unsigned type).
+  if (isUnsignedDType(n.dtype(0)) && n.dtype(0) != kUInt8)
+    return n.fail("pooling " + dtypeName(n.dtype(0)) +
+                  " is not supported (float, int8 and uint8 are)");
   bool widenUnsigned = n.dtype(0) == kUInt8;
   if (widenUnsigned) {
     Type i32 = b.getI32Type();
@@ -530,6 +534,8 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
     count *= in[a];
   int32_t dt = n.dtype(0);
   bool fl = isFloatDType(dt);
+  // bool reduces unsigned too: max is "any", min is "all".
+  bool uns = isUnsignedDType(dt) || dt == kBool;
   if (n.isLiteral(0)) {
     Shape out = in;
     for (int64_t a : axes)
@@ -609,20 +615,28 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
   case ReduceKind::Max:
     init = fl ? (TypedAttr)b.getFloatAttr(et, -INFINITY)
               : (TypedAttr)b.getIntegerAttr(
-                    et, APInt::getSignedMinValue(et.getIntOrFloatBitWidth()));
-    combine = [fl](OpBuilder &nb, Location l, ValueRange v) -> Value {
+                    et,
+                    uns ? APInt::getMinValue(et.getIntOrFloatBitWidth())
+                        : APInt::getSignedMinValue(et.getIntOrFloatBitWidth()));
+    combine = [fl, uns](OpBuilder &nb, Location l, ValueRange v) -> Value {
       if (fl)
         return arith::MaximumFOp::create(nb, l, v[0], v[1]);
+      if (uns)
+        return arith::MaxUIOp::create(nb, l, v[0], v[1]);
       return arith::MaxSIOp::create(nb, l, v[0], v[1]);
     };
     break;
   case ReduceKind::Min:
     init = fl ? (TypedAttr)b.getFloatAttr(et, INFINITY)
               : (TypedAttr)b.getIntegerAttr(
-                    et, APInt::getSignedMaxValue(et.getIntOrFloatBitWidth()));
-    combine = [fl](OpBuilder &nb, Location l, ValueRange v) -> Value {
+                    et,
+                    uns ? APInt::getMaxValue(et.getIntOrFloatBitWidth())
+                        : APInt::getSignedMaxValue(et.getIntOrFloatBitWidth()));
+    combine = [fl, uns](OpBuilder &nb, Location l, ValueRange v) -> Value {
       if (fl)
         return arith::MinimumFOp::create(nb, l, v[0], v[1]);
+      if (uns)
+        return arith::MinUIOp::create(nb, l, v[0], v[1]);
       return arith::MinSIOp::create(nb, l, v[0], v[1]);
     };
     break;
@@ -641,9 +655,11 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
     combine = addB;
   }
   if (kind == ReduceKind::L1)
-    map = [fl](OpBuilder &nb, Location l, ValueRange v) -> Value {
+    map = [fl, uns](OpBuilder &nb, Location l, ValueRange v) -> Value {
       if (fl)
         return math::AbsFOp::create(nb, l, v[0]);
+      if (uns)
+        return v[0];
       return math::AbsIOp::create(nb, l, v[0]);
     };
   if (kind == ReduceKind::L2 || kind == ReduceKind::SumSquare)
@@ -693,6 +709,9 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
             if (fl)
               return arith::DivFOp::create(nb, l, v[0],
                                            scalarConstant(nb, l, et, count));
+            if (uns)
+              return arith::DivUIOp::create(nb, l, v[0],
+                                            scalarConstant(nb, l, et, count));
             return arith::DivSIOp::create(nb, l, v[0],
                                           scalarConstant(nb, l, et, count));
           }
@@ -767,6 +786,10 @@ LogicalResult lowerArgExtreme(NodeLowering &n, bool isMax) {
   TypedAttr worst;
   if (fl)
     worst = b.getFloatAttr(et, isMax ? -INFINITY : INFINITY);
+  else if (isUnsignedDType(dt))
+    worst = b.getIntegerAttr(
+        et, isMax ? APInt::getMinValue(et.getIntOrFloatBitWidth())
+                  : APInt::getMaxValue(et.getIntOrFloatBitWidth()));
   else
     worst = b.getIntegerAttr(
         et, isMax ? APInt::getSignedMinValue(et.getIntOrFloatBitWidth())
@@ -795,6 +818,11 @@ LogicalResult lowerArgExtreme(NodeLowering &n, bool isMax) {
                                     : arith::CmpIPredicate::sgt)
                             : (last ? arith::CmpIPredicate::sle
                                     : arith::CmpIPredicate::slt);
+          if (isUnsignedDType(dt))
+            pred = isMax ? (last ? arith::CmpIPredicate::uge
+                                 : arith::CmpIPredicate::ugt)
+                         : (last ? arith::CmpIPredicate::ule
+                                 : arith::CmpIPredicate::ult);
           better = arith::CmpIOp::create(nb, l, pred, x, best);
         }
         // The first element always wins, so an all-NaN or all-extreme

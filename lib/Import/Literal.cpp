@@ -17,6 +17,11 @@ bool isSupportedDType(int32_t d) {
   case kBool:
   case kFloat16:
   case kDouble:
+  case kUInt16:
+  case kInt16:
+  case kUInt32:
+  case kUInt64:
+  case kBFloat16:
     return true;
   default:
     return false;
@@ -24,18 +29,27 @@ bool isSupportedDType(int32_t d) {
 }
 
 bool isFloatDType(int32_t d) {
-  return d == kFloat || d == kDouble || d == kFloat16;
+  return d == kFloat || d == kDouble || d == kFloat16 || d == kBFloat16;
+}
+
+bool isUnsignedDType(int32_t d) {
+  return d == kUInt8 || d == kUInt16 || d == kUInt32 || d == kUInt64;
 }
 
 size_t dtypeSize(int32_t d) {
   switch (d) {
   case kFloat:
   case kInt32:
+  case kUInt32:
     return 4;
   case kInt64:
+  case kUInt64:
   case kDouble:
     return 8;
   case kFloat16:
+  case kBFloat16:
+  case kInt16:
+  case kUInt16:
     return 2;
   default:
     return 1;
@@ -60,6 +74,16 @@ std::string dtypeName(int32_t d) {
     return "float16";
   case kDouble:
     return "float64";
+  case kUInt16:
+    return "uint16";
+  case kInt16:
+    return "int16";
+  case kUInt32:
+    return "uint32";
+  case kUInt64:
+    return "uint64";
+  case kBFloat16:
+    return "bfloat16";
   default:
     return "dtype#" + std::to_string(d);
   }
@@ -125,6 +149,24 @@ static uint16_t floatToHalf(float f) {
   return half;
 }
 
+static float bf16ToFloat(uint16_t h) {
+  uint32_t x = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+/// Round to nearest even, as ONNX's reference (1.14 on) and LLVM's fptrunc;
+/// NaN stays a quiet NaN of the same sign.
+static uint16_t floatToBf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if (std::isnan(f))
+    return static_cast<uint16_t>((x >> 16) | 0x40);
+  x += 0x7fff + ((x >> 16) & 1);
+  return static_cast<uint16_t>(x >> 16);
+}
+
 std::shared_ptr<Literal::Bytes> Literal::ownedBytes(std::vector<uint8_t> v) {
   auto b = std::make_shared<Bytes>();
   b->owned = std::move(v);
@@ -157,6 +199,20 @@ uint8_t *Literal::mutableData() {
   return bytes_->owned.data();
 }
 
+/// The int64 bits setI stores for `v` (truncated toward zero) as `dtype`:
+/// uint64 values from 2^63 up would overflow a plain int64 conversion.
+static int64_t doubleToIntBits(double v, int32_t dtype) {
+  if (std::isnan(v))
+    return 0;
+  if (dtype == kUInt64 && v >= 0x1p63)
+    return v >= 0x1p64 ? -1 : static_cast<int64_t>(static_cast<uint64_t>(v));
+  if (v >= 0x1p63)
+    return INT64_MAX;
+  if (v < -0x1p63)
+    return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
 template <typename T> static T load(const uint8_t *p, int64_t i) {
   T v;
   std::memcpy(&v, p + i * sizeof(T), sizeof(T));
@@ -175,9 +231,19 @@ double Literal::getF(int64_t i) const {
     return load<double>(p, i);
   case kFloat16:
     return halfToFloat(load<uint16_t>(p, i));
+  case kBFloat16:
+    return bf16ToFloat(load<uint16_t>(p, i));
   default:
     return static_cast<double>(getI(i));
   }
+}
+
+double Literal::getAsDouble(int64_t i) const {
+  if (isFloatDType(dtype_))
+    return getF(i);
+  if (dtype_ == kUInt64)
+    return static_cast<double>(static_cast<uint64_t>(getI(i)));
+  return static_cast<double>(getI(i));
 }
 
 int64_t Literal::getI(int64_t i) const {
@@ -191,6 +257,14 @@ int64_t Literal::getI(int64_t i) const {
     return load<int8_t>(p, i);
   case kUInt8:
     return load<uint8_t>(p, i);
+  case kInt16:
+    return load<int16_t>(p, i);
+  case kUInt16:
+    return load<uint16_t>(p, i);
+  case kUInt32:
+    return load<uint32_t>(p, i);
+  case kUInt64:
+    return static_cast<int64_t>(load<uint64_t>(p, i)); // the bit pattern
   case kBool:
     return load<uint8_t>(p, i) != 0;
   default:
@@ -207,8 +281,10 @@ void Literal::setF(int64_t i, double v) {
     return store<double>(p, i, v);
   case kFloat16:
     return store<uint16_t>(p, i, floatToHalf(static_cast<float>(v)));
+  case kBFloat16:
+    return store<uint16_t>(p, i, floatToBf16(static_cast<float>(v)));
   default:
-    return setI(i, static_cast<int64_t>(v));
+    return setI(i, doubleToIntBits(v, dtype_));
   }
 }
 
@@ -223,6 +299,14 @@ void Literal::setI(int64_t i, int64_t v) {
     return store<int8_t>(p, i, static_cast<int8_t>(v));
   case kUInt8:
     return store<uint8_t>(p, i, static_cast<uint8_t>(v));
+  case kInt16:
+    return store<int16_t>(p, i, static_cast<int16_t>(v));
+  case kUInt16:
+    return store<uint16_t>(p, i, static_cast<uint16_t>(v));
+  case kUInt32:
+    return store<uint32_t>(p, i, static_cast<uint32_t>(v));
+  case kUInt64:
+    return store<uint64_t>(p, i, static_cast<uint64_t>(v));
   case kBool:
     return store<uint8_t>(p, i, v != 0);
   default:
@@ -236,7 +320,7 @@ void Literal::setFromDouble(int64_t i, double v) {
   else if (dtype_ == kBool)
     setI(i, v != 0.0);
   else
-    setI(i, static_cast<int64_t>(v));
+    setI(i, doubleToIntBits(v, dtype_));
 }
 
 std::vector<int64_t> Literal::toInts() const {
@@ -263,7 +347,7 @@ Literal Literal::castTo(int32_t dtype) const {
     else if (dtype == kBool)
       r.setI(i, srcFloat ? getF(i) != 0.0 : getI(i) != 0);
     else if (srcFloat)
-      r.setI(i, static_cast<int64_t>(std::trunc(getF(i))));
+      r.setI(i, doubleToIntBits(std::trunc(getF(i)), dtype));
     else
       r.setI(i, getI(i));
   }

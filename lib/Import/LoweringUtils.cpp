@@ -18,10 +18,14 @@ int32_t dtypeOf(Type t) {
     return kDouble;
   if (t.isF16())
     return kFloat16;
+  if (t.isBF16())
+    return kBFloat16;
   if (t.isInteger(64))
     return kInt64;
   if (t.isInteger(32))
     return kInt32;
+  if (t.isInteger(16))
+    return kInt16;
   if (t.isInteger(8))
     return kInt8;
   if (t.isInteger(1))
@@ -200,8 +204,11 @@ Value floatConstantTensor(OpBuilder &b, Location loc, const Shape &shape,
 Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
   if (isa<FloatType>(type))
     return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
-  return arith::ConstantOp::create(
-      b, loc, b.getIntegerAttr(type, static_cast<int64_t>(value)));
+  // Values from 2^63 up are uint64 constants; the attribute keeps the bits.
+  int64_t bits = value >= 0x1p63
+                     ? static_cast<int64_t>(static_cast<uint64_t>(value))
+                     : static_cast<int64_t>(value);
+  return arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, bits));
 }
 
 Value emitScalarCast(OpBuilder &b, Location loc, Value v, int32_t from,
@@ -218,6 +225,18 @@ Value emitScalarCast(OpBuilder &b, Location loc, Value v, int32_t from,
     Value zero = scalarConstant(b, loc, fromType, 0);
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v, zero);
   }
+  // bfloat16 converts only to and from f32 (the CPU pipeline expands those
+  // two with integer ops); everything else goes through f32. f64 -> bf16
+  // thus rounds twice, as numpy's ml_dtypes does.
+  Type f32 = b.getF32Type();
+  if (from == kBFloat16 && to != kFloat) {
+    Value wide = arith::ExtFOp::create(b, loc, f32, v);
+    return emitScalarCast(b, loc, wide, kFloat, to, toType);
+  }
+  if (to == kBFloat16 && from != kFloat) {
+    Value wide = emitScalarCast(b, loc, v, from, kFloat, f32);
+    return arith::TruncFOp::create(b, loc, toType, wide);
+  }
   if (fromFloat && toFloat) {
     unsigned fw = fromType.getIntOrFloatBitWidth(),
              tw = toType.getIntOrFloatBitWidth();
@@ -225,14 +244,14 @@ Value emitScalarCast(OpBuilder &b, Location loc, Value v, int32_t from,
       return arith::ExtFOp::create(b, loc, toType, v);
     return arith::TruncFOp::create(b, loc, toType, v);
   }
-  bool fromUnsigned = from == kUInt8 || from == kBool;
+  bool fromUnsigned = isUnsignedDType(from) || from == kBool;
   if (!fromFloat && toFloat) {
     if (fromUnsigned)
       return arith::UIToFPOp::create(b, loc, toType, v);
     return arith::SIToFPOp::create(b, loc, toType, v);
   }
   if (fromFloat && !toFloat) {
-    if (to == kUInt8)
+    if (isUnsignedDType(to))
       return arith::FPToUIOp::create(b, loc, toType, v);
     return arith::FPToSIOp::create(b, loc, toType, v);
   }

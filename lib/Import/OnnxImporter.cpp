@@ -140,10 +140,17 @@ public:
       return builder.getF64Type();
     case kFloat16:
       return builder.getF16Type();
+    case kBFloat16:
+      return builder.getBF16Type();
     case kInt64:
+    case kUInt64:
       return builder.getI64Type();
     case kInt32:
+    case kUInt32:
       return builder.getI32Type();
+    case kInt16:
+    case kUInt16:
+      return builder.getI16Type();
     case kInt8:
     case kUInt8:
       return builder.getI8Type();
@@ -306,6 +313,9 @@ GraphLowering::literalFromTensorProto(const onnx::TensorProto &t,
       return t.double_data_size();
     case kInt64:
       return t.int64_data_size();
+    case kUInt32:
+    case kUInt64:
+      return t.uint64_data_size();
     default:
       return t.int32_data_size();
     }
@@ -337,7 +347,16 @@ GraphLowering::literalFromTensorProto(const onnx::TensorProto &t,
     for (int64_t i = 0; i < n; ++i)
       lit.setI(i, t.int64_data(i));
     break;
+  case kUInt32:
+  case kUInt64:
+    if (failed(check(t.uint64_data_size())))
+      return failure();
+    for (int64_t i = 0; i < n; ++i)
+      lit.setI(i, static_cast<int64_t>(t.uint64_data(i)));
+    break;
   case kFloat16:
+  case kBFloat16:
+    // Both travel as their 16-bit patterns in int32_data.
     if (failed(check(t.int32_data_size())))
       return failure();
     for (int64_t i = 0; i < n; ++i) {
@@ -763,10 +782,11 @@ void NodeLowering::setOutput(size_t i, Value tensor, int32_t dtype) {
   GraphValue v;
   auto type = cast<RankedTensorType>(tensor.getType());
   v.dtype = dtypeOf(type.getElementType());
-  // The element type alone can't tell uint8 from int8.
-  if (v.dtype == kInt8 && numInputs() > 0 && hasInput(0) &&
-      this->dtype(0) == kUInt8)
-    v.dtype = kUInt8;
+  // The element type alone can't tell unsigned from signed: an output of
+  // input 0's IR type keeps input 0's unsigned dtype.
+  if (numInputs() > 0 && hasInput(0) && isUnsignedDType(this->dtype(0)) &&
+      elementType(this->dtype(0)) == type.getElementType())
+    v.dtype = this->dtype(0);
   if (dtype)
     v.dtype = dtype;
   v.shape = Shape(type.getShape().begin(), type.getShape().end());

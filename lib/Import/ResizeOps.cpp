@@ -145,6 +145,7 @@ Value resizeAxis(NodeLowering &n, Value x, int64_t axis, int64_t out,
   Value idx = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(idxType, ArrayRef<int64_t>(taps.index)));
   bool isFloat = isa<FloatType>(et);
+  bool uns = isUnsignedDType(n.dtype(0));
   Type wt = isFloat ? et : b.getF64Type();
   Value w = floatConstantTensor(b, loc, {out, taps.count}, wt, taps.weight);
   SmallVector<bool> outsideV(taps.outside.begin(), taps.outside.end());
@@ -173,7 +174,8 @@ Value resizeAxis(NodeLowering &n, Value x, int64_t axis, int64_t out,
                                  : (Value)linalg::IndexOp::create(nb, l, d));
         Value v = tensor::ExtractOp::create(nb, l, x, at);
         if (!isFloat)
-          v = arith::SIToFPOp::create(nb, l, wt, v);
+          v = uns ? (Value)arith::UIToFPOp::create(nb, l, wt, v)
+                  : (Value)arith::SIToFPOp::create(nb, l, wt, v);
         Value contrib = arith::MulFOp::create(nb, l, v, a[1]);
         Value sum = arith::AddFOp::create(nb, l, a[3], contrib);
         // Outside the crop box the output is extrapolation_value, written
@@ -194,6 +196,8 @@ Value resizeAxis(NodeLowering &n, Value x, int64_t axis, int64_t out,
                         [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
                           Value rounded =
                               math::RoundEvenOp::create(nb, l, v[0]);
+                          if (uns)
+                            return arith::FPToUIOp::create(nb, l, et, rounded);
                           return arith::FPToSIOp::create(nb, l, et, rounded);
                         });
   return r;

@@ -61,6 +61,11 @@ bool knownDType(int64_t dtype) {
   case MCC_BOOL:
   case MCC_FLOAT16:
   case MCC_FLOAT64:
+  case MCC_UINT16:
+  case MCC_INT16:
+  case MCC_UINT32:
+  case MCC_UINT64:
+  case MCC_BFLOAT16:
     return true;
   default:
     return false;
@@ -193,15 +198,20 @@ MCC_API size_t mcc_dtype_size(mcc_dtype dtype) {
   switch (dtype) {
   case MCC_FLOAT32:
   case MCC_INT32:
+  case MCC_UINT32:
     return 4;
   case MCC_UINT8:
   case MCC_INT8:
   case MCC_BOOL:
     return 1;
   case MCC_INT64:
+  case MCC_UINT64:
   case MCC_FLOAT64:
     return 8;
   case MCC_FLOAT16:
+  case MCC_BFLOAT16:
+  case MCC_INT16:
+  case MCC_UINT16:
     return 2;
   }
   return 0;
@@ -225,6 +235,16 @@ MCC_API const char *mcc_dtype_name(mcc_dtype dtype) {
     return "float16";
   case MCC_FLOAT64:
     return "float64";
+  case MCC_UINT16:
+    return "uint16";
+  case MCC_INT16:
+    return "int16";
+  case MCC_UINT32:
+    return "uint32";
+  case MCC_UINT64:
+    return "uint64";
+  case MCC_BFLOAT16:
+    return "bfloat16";
   }
   return "unknown";
 }

@@ -37,10 +37,14 @@ struct DescrEntry {
   const char *descr;
   mcc_dtype dtype;
 };
+// numpy has no bfloat16: ml_dtypes' bfloat16 saves as a 2-byte void, read
+// as bfloat16; makeNpy writes bfloat16 as uint16 bit patterns.
 const DescrEntry kDescrs[] = {
-    {"<f4", MCC_FLOAT32}, {"<f8", MCC_FLOAT64}, {"<f2", MCC_FLOAT16},
-    {"<i8", MCC_INT64},   {"<i4", MCC_INT32},   {"|i1", MCC_INT8},
-    {"|u1", MCC_UINT8},   {"|b1", MCC_BOOL},
+    {"<f4", MCC_FLOAT32},  {"<f8", MCC_FLOAT64},  {"<f2", MCC_FLOAT16},
+    {"<i8", MCC_INT64},    {"<i4", MCC_INT32},    {"|i1", MCC_INT8},
+    {"|u1", MCC_UINT8},    {"|b1", MCC_BOOL},     {"<i2", MCC_INT16},
+    {"<u2", MCC_UINT16},   {"<u4", MCC_UINT32},   {"<u8", MCC_UINT64},
+    {"<V2", MCC_BFLOAT16}, {"|V2", MCC_BFLOAT16},
 };
 
 bool parseNpy(const std::string &name, const std::vector<uint8_t> &bytes,
@@ -81,8 +85,8 @@ bool parseNpy(const std::string &name, const std::vector<uint8_t> &bytes,
   if (q1 == std::string::npos || q2 == std::string::npos)
     return bad("header has no descr");
   descr = descr.substr(q1 + 1, q2 - q1 - 1);
-  if (descr == "=f4")
-    descr = "<f4";
+  if (!descr.empty() && descr[0] == '=') // native order: little-endian hosts
+    descr[0] = descr.size() == 3 && descr[2] == '1' ? '|' : '<';
   bool found = false;
   for (const auto &e : kDescrs)
     if (descr == e.descr) {
@@ -116,10 +120,14 @@ bool parseNpy(const std::string &name, const std::vector<uint8_t> &bytes,
 }
 
 std::vector<uint8_t> makeNpy(const HostTensor &t) {
-  const char *descr = "<f4";
+  // bfloat16 as its bit patterns: readable without ml_dtypes, exact, and
+  // .view(ml_dtypes.bfloat16) gives the values.
+  const char *descr = t.dtype == MCC_BFLOAT16 ? "<u2" : "<f4";
   for (const auto &e : kDescrs)
-    if (e.dtype == t.dtype)
+    if (e.dtype == t.dtype && t.dtype != MCC_BFLOAT16) {
       descr = e.descr;
+      break;
+    }
   std::string shape = "(";
   for (int64_t d : t.shape)
     shape += std::to_string(d) + ", ";
@@ -262,6 +270,11 @@ bool readTensorProto(const std::string &path, HostTensor &t,
   case onnx::TensorProto::UINT8:
   case onnx::TensorProto::BOOL:
   case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::INT16:
+  case onnx::TensorProto::UINT16:
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64:
+  case onnx::TensorProto::BFLOAT16:
     t.dtype = static_cast<mcc_dtype>(proto.data_type());
     break;
   default:
@@ -301,8 +314,18 @@ bool readTensorProto(const std::string &path, HostTensor &t,
       return mismatch();
     std::memcpy(t.data.data(), proto.int64_data().data(), n * 8);
     break;
+  case MCC_UINT32:
+  case MCC_UINT64:
+    if ((size_t)proto.uint64_data_size() != n)
+      return mismatch();
+    for (size_t i = 0; i < n; ++i) {
+      uint64_t v = proto.uint64_data(i);
+      std::memcpy(t.data.data() + i * esize, &v, esize);
+    }
+    break;
   default: {
-    // int32, int8, uint8, bool and float16 all travel in int32_data.
+    // The other integers, bool, float16 and bfloat16 (bit patterns) all
+    // travel in int32_data.
     if ((size_t)proto.int32_data_size() != n)
       return mismatch();
     for (size_t i = 0; i < n; ++i) {

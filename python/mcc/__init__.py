@@ -47,15 +47,20 @@ DTYPES = {
     9: np.dtype(np.bool_),
     10: np.dtype(np.float16),
     11: np.dtype(np.float64),
+    4: np.dtype(np.uint16),
+    5: np.dtype(np.int16),
+    12: np.dtype(np.uint32),
+    13: np.dtype(np.uint64),
 }
+try:  # numpy has no bfloat16; ml_dtypes' (as onnx uses) is the common one
+    import ml_dtypes
+    DTYPES[16] = np.dtype(ml_dtypes.bfloat16)
+except ImportError:  # pragma: no cover  (bfloat16 models then need it)
+    ml_dtypes = None
 # numpy dtype -> ONNX code for every dtype ONNX names, so that an input of a
 # dtype the runtime does not run still reaches it and gets its dtype error.
 _ONNX_CODES = {dt: code for code, dt in DTYPES.items()}
 _ONNX_CODES.update({
-    np.dtype(np.uint16): 4,
-    np.dtype(np.int16): 5,
-    np.dtype(np.uint32): 12,
-    np.dtype(np.uint64): 13,
     np.dtype(np.complex64): 14,
     np.dtype(np.complex128): 15,
 })
@@ -214,8 +219,12 @@ def _to_numpy(x):
 def _torch_dtype_code(t):
     """ONNX dtype code of a torch tensor's dtype (None if mcc has none)."""
     import torch
-    codes = {torch.float32: 1, torch.uint8: 2, torch.int8: 3, torch.int32: 6,
-             torch.int64: 7, torch.bool: 9, torch.float16: 10, torch.float64: 11}
+    codes = {torch.float32: 1, torch.uint8: 2, torch.int8: 3, torch.int16: 5,
+             torch.int32: 6, torch.int64: 7, torch.bool: 9, torch.float16: 10,
+             torch.float64: 11, torch.bfloat16: 16}
+    for name, code in (("uint16", 4), ("uint32", 12), ("uint64", 13)):
+        if hasattr(torch, name):  # torch 2.3 on
+            codes[getattr(torch, name)] = code
     return codes.get(t.dtype)
 
 
@@ -388,7 +397,8 @@ class Model:
                 shape = tuple(out_shapes[name])
             dt = DTYPES.get(code)
             if dt is None:
-                raise MccError(f"output {i} ('{name}'): dtype code {code} is not supported by this binding")
+                hint = " (bfloat16 needs the ml_dtypes package)" if code == 16 else ""
+                raise MccError(f"output {i} ('{name}'): dtype code {code} is not supported by this binding{hint}")
             if device is not None:
                 import torch
                 t = torch.empty(shape, dtype=torch.from_numpy(np.empty(0, dt)).dtype, device=device)
@@ -431,7 +441,10 @@ class Model:
                 for i, (name, code, _) in enumerate(self._out):
                     t = outs[i]
                     shape = tuple(t.shape[d] for d in range(t.rank))
-                    dt = DTYPES[t.dtype]
+                    dt = DTYPES.get(t.dtype)
+                    if dt is None:
+                        raise MccError(f"output {i} ('{name}'): dtype code {t.dtype} is not supported "
+                                       "by this binding")
                     arr = np.empty(shape, dtype=dt)
                     if arr.nbytes:
                         ctypes.memmove(arr.ctypes.data, t.data, arr.nbytes)

@@ -171,6 +171,41 @@ class LoaderTest(unittest.TestCase):
         with self.assertRaises(mcc.MccError):
             mcc.load(SO["resnet-ts"], runtime=os.path.join(TMP, "no-libmccrt.so"))
 
+    def test_wider_integers_and_bfloat16(self):
+        import onnx
+        from onnx import TensorProto as T, helper
+        ml_dtypes = mcc.ml_dtypes
+        path = os.path.join(TMP, "dtypes.onnx")
+        onnx.save(helper.make_model(helper.make_graph(
+            [helper.make_node("Max", ["A", "B"], ["M"]),
+             helper.make_node("Cast", ["X"], ["XB"], to=T.BFLOAT16),
+             helper.make_node("Cast", ["XB"], ["Y"], to=T.FLOAT)], "dtypes",
+            [helper.make_tensor_value_info("A", T.UINT32, [3]),
+             helper.make_tensor_value_info("B", T.UINT32, [3]),
+             helper.make_tensor_value_info("X", T.FLOAT, [2])],
+            [helper.make_tensor_value_info("M", T.UINT32, [3]),
+             helper.make_tensor_value_info("XB", T.BFLOAT16, [2]),
+             helper.make_tensor_value_info("Y", T.FLOAT, [2])]),
+            opset_imports=[helper.make_opsetid("", 17)]), path)
+        so = path + ".so"
+        subprocess.run([ARGS.mcc, "compile", path, "-o", so], check=True)
+        m = mcc.load(so, runtime=ARGS.runtime)
+        self.assertEqual([i.dtype for i in m.inputs], [np.dtype(np.uint32)] * 2 + [np.dtype(np.float32)])
+        a = np.array([3000000000, 1, 7], np.uint32)
+        b = np.array([5, 4000000000, 6], np.uint32)
+        x = np.array([1.00390625, 3.14159], np.float32)  # a tie, rounded to even
+        if ml_dtypes is None:
+            with self.assertRaises(mcc.MccError) as cm:
+                m(A=a, B=b, X=x)
+            self.assertIn("ml_dtypes", str(cm.exception))
+            return
+        out = m(A=a, B=b, X=x)
+        self.assertEqual(out["M"].dtype, np.uint32)
+        np.testing.assert_array_equal(out["M"], np.maximum(a, b))
+        self.assertEqual(out["XB"].dtype, np.dtype(ml_dtypes.bfloat16))
+        np.testing.assert_array_equal(out["XB"].view(np.uint16), [0x3F80, 0x4049])
+        np.testing.assert_array_equal(out["Y"], out["XB"].astype(np.float32))
+
     @unittest.skipIf(torch is None, "torch is not importable")
     def test_torch(self):
         feeds, ref = data("bert-ts")

@@ -35,6 +35,30 @@ TEST(TensorIOTest, NpzRoundTripKeepsNamesShapesAndBytes) {
   EXPECT_EQ(back[2].dtype, MCC_BOOL);
 }
 
+TEST(TensorIOTest, WiderIntegersAndBfloat16) {
+  mcc::HostTensor u{"u", MCC_UINT64, {2}, std::vector<uint8_t>(16, 0xff)};
+  mcc::HostTensor i{"i", MCC_INT16, {3}, std::vector<uint8_t>(6, 0x80)};
+  mcc::HostTensor h{"h", MCC_UINT16, {1}, {0x34, 0x12}};
+  mcc::HostTensor w{"w", MCC_UINT32, {1}, {1, 2, 3, 4}};
+  mcc::HostTensor bf{"bf", MCC_BFLOAT16, {2}, {0xc0, 0x3f, 0x00, 0x40}};
+  std::string path = workdir() + "/wide.npz", err;
+  ASSERT_TRUE(mcc::writeNpz(path, {u, i, h, w, bf}, err)) << err;
+  std::vector<mcc::HostTensor> back;
+  ASSERT_TRUE(mcc::readNpz(path, back, err)) << err;
+  ASSERT_EQ(back.size(), 5u);
+  EXPECT_EQ(back[0].dtype, MCC_UINT64);
+  EXPECT_EQ(back[0].data, u.data);
+  EXPECT_EQ(back[1].dtype, MCC_INT16);
+  EXPECT_EQ(back[2].dtype, MCC_UINT16);
+  EXPECT_EQ(back[3].dtype, MCC_UINT32);
+  // numpy has no bfloat16: written as its uint16 bit patterns.
+  EXPECT_EQ(back[4].dtype, MCC_UINT16);
+  EXPECT_EQ(back[4].data, bf.data);
+  EXPECT_EQ(mcc_dtype_size(MCC_BFLOAT16), 2u);
+  EXPECT_STREQ(mcc_dtype_name(MCC_UINT64), "uint64");
+  EXPECT_STREQ(mcc_dtype_name(MCC_BFLOAT16), "bfloat16");
+}
+
 TEST(TensorIOTest, GarbageIsAnErrorNotACrash) {
   std::string path = workdir() + "/garbage.npz", err;
   std::ofstream(path) << "PK\x03\x04 not really a zip";

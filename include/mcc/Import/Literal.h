@@ -22,15 +22,23 @@ enum DType : int32_t {
   kFloat = 1,
   kUInt8 = 2,
   kInt8 = 3,
+  kUInt16 = 4,
+  kInt16 = 5,
   kInt32 = 6,
   kInt64 = 7,
   kBool = 9,
   kFloat16 = 10,
   kDouble = 11,
+  kUInt32 = 12,
+  kUInt64 = 13,
+  kBFloat16 = 16,
 };
 
 bool isSupportedDType(int32_t dtype);
 bool isFloatDType(int32_t dtype);
+/// uint8/16/32/64: integers whose IR type (signless iN) is shared with the
+/// signed dtype of that width, so lowerings must pick unsigned ops.
+bool isUnsignedDType(int32_t dtype);
 size_t dtypeSize(int32_t dtype);
 std::string dtypeName(int32_t dtype);
 
@@ -64,10 +72,9 @@ public:
   int64_t getI(int64_t i) const;
   void setF(int64_t i, double v);
   void setI(int64_t i, int64_t v);
-  /// Reads as the dtype's natural kind, converting to double.
-  double getAsDouble(int64_t i) const {
-    return isFloatDType(dtype_) ? getF(i) : static_cast<double>(getI(i));
-  }
+  /// Reads as the dtype's natural kind, converting to double (uint64
+  /// values above 2^63 included).
+  double getAsDouble(int64_t i) const;
   void setFromDouble(int64_t i, double v);
 
   std::vector<int64_t> toInts() const;

@@ -205,4 +205,18 @@ def GpuGatherKernels : Pass<"mcc-gpu-gather-kernels", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::gpu::GPUDialect"];
 }
 
+def ExpandBFloat16 : Pass<"mcc-expand-bf16", "mlir::func::FuncOp"> {
+  let summary = "bf16 <-> f32 conversions as integer bit operations";
+  let description = [{
+    arith.extf bf16->f32 becomes a shift, arith.truncf f32->bf16 integer
+    round-to-nearest-even (NaN stays a quiet NaN), with upstream's patterns.
+    LLVM would otherwise lower the truncation to a __truncsfbf2 libcall on
+    CPUs without AVX512-BF16, which models cannot rely on. Other arith and
+    math ops on bf16 are first rewritten to f32 (arith-emulate-unsupported-
+    floats, math-extend-to-supported-types); only these two conversions
+    remain. Nothing else is expanded, unlike arith-expand.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect"];
+}
+
 #endif // MCC_TRANSFORMS_PASSES

@@ -268,10 +268,23 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
       uint64_t n = 1;
       for (int64_t d : t.shape)
         n *= d;
-      return n * (t.dtype == 7 || t.dtype == 11  ? 8
-                  : t.dtype == 1 || t.dtype == 6 ? 4
-                  : t.dtype == 10                ? 2
-                                                 : 1);
+      switch (t.dtype) {
+      case 7:  // int64
+      case 11: // double
+      case 13: // uint64
+        return n * 8;
+      case 1:  // float
+      case 6:  // int32
+      case 12: // uint32
+        return n * 4;
+      case 4:  // uint16
+      case 5:  // int16
+      case 10: // float16
+      case 16: // bfloat16
+        return n * 2;
+      default:
+        return n;
+      }
     };
     for (const auto &t : model.inputs)
       bytes.push_back(sizeOf(t));
