@@ -69,15 +69,18 @@ std::optional<Combiner> matchCombiner(linalg::GenericOp g) {
   return std::nullopt;
 }
 
-/// f32 generics on buffers, static, with one reduction loop that is the
-/// last loop and a single output.
+/// f32 generics on buffers, static, whose reduction loops are the last
+/// loops (one, or several taken together as one row: a global average
+/// pool's H and W), with a single output.
 bool isRowReduction(linalg::GenericOp g) {
   if (!g.hasPureBufferSemantics() || g.getNumDpsInits() != 1 ||
-      g.getNumReductionLoops() != 1)
+      g.getNumReductionLoops() == 0)
     return false;
   auto iters = g.getIteratorTypesArray();
-  if (!(iters.back() == utils::IteratorType::reduction))
-    return false;
+  unsigned parallel = g.getNumParallelLoops();
+  for (unsigned i = 0; i < iters.size(); ++i)
+    if ((iters[i] == utils::IteratorType::reduction) != (i >= parallel))
+      return false;
   if (llvm::any_of(g.getStaticLoopRanges(), ShapedType::isDynamic))
     return false;
   auto outType = dyn_cast<MemRefType>(g.getDpsInits()[0].getType());
@@ -101,10 +104,10 @@ void lower(linalg::GenericOp g, const Combiner &comb, int64_t maxThreads) {
   if (init)
     init->erase();
   SmallVector<int64_t> ranges = g.getStaticLoopRanges();
-  int64_t reduced = ranges.back();
-  int64_t rows = 1;
-  for (size_t i = 0; i + 1 < ranges.size(); ++i)
-    rows *= ranges[i];
+  size_t numParallel = g.getNumParallelLoops();
+  int64_t reduced = 1, rows = 1;
+  for (size_t i = 0; i < ranges.size(); ++i)
+    (i < numParallel ? rows : reduced) *= ranges[i];
   int64_t threads = 32;
   while (threads < reduced && threads < maxThreads)
     threads *= 2;
@@ -115,8 +118,8 @@ void lower(linalg::GenericOp g, const Combiner &comb, int64_t maxThreads) {
   b.setInsertionPointToStart(&launch.getBody().front());
   // The block's row, as indices of the parallel loops.
   Value row = launch.getBlockIds().x;
-  SmallVector<Value> ivs(ranges.size() - 1);
-  for (int64_t i = static_cast<int64_t>(ranges.size()) - 2; i >= 0; --i) {
+  SmallVector<Value> ivs(numParallel);
+  for (int64_t i = static_cast<int64_t>(numParallel) - 1; i >= 0; --i) {
     ivs[i] = arith::RemUIOp::create(b, loc, row, idx(ranges[i]));
     row = arith::DivUIOp::create(b, loc, row, idx(ranges[i]));
   }
@@ -137,7 +140,18 @@ void lower(linalg::GenericOp g, const Combiner &comb, int64_t maxThreads) {
       b, loc, tid, idx(reduced), idx(threads), ValueRange{identity},
       [&](OpBuilder &, Location, Value j, ValueRange acc) {
         SmallVector<Value> loopIvs(ivs);
-        loopIvs.push_back(j);
+        // The row position j as indices of the reduction loops.
+        SmallVector<Value> reductionIvs(ranges.size() - numParallel);
+        for (int64_t i = static_cast<int64_t>(ranges.size()) - 1;
+             i >= static_cast<int64_t>(numParallel); --i) {
+          reductionIvs[i - numParallel] =
+              i == static_cast<int64_t>(numParallel)
+                  ? j
+                  : arith::RemUIOp::create(b, loc, j, idx(ranges[i]));
+          if (i != static_cast<int64_t>(numParallel))
+            j = arith::DivUIOp::create(b, loc, j, idx(ranges[i]));
+        }
+        llvm::append_range(loopIvs, reductionIvs);
         IRMapping map;
         for (OpOperand *in : g.getDpsInputOperands())
           map.map(body.getArgument(in->getOperandNumber()),
@@ -158,7 +172,7 @@ void lower(linalg::GenericOp g, const Combiner &comb, int64_t maxThreads) {
   scf::IfOp::create(b, loc, first, [&](OpBuilder &, Location) {
     OpOperand &outOperand = g.getDpsInitsMutable()[0];
     SmallVector<Value> loopIvs(ivs);
-    loopIvs.push_back(idx(0));
+    loopIvs.append(ranges.size() - numParallel, idx(0));
     SmallVector<Value> at = indices(outOperand, loopIvs);
     Value old =
         init ? arith::ConstantOp::create(b, loc, cast<FloatAttr>(initValue))
@@ -186,7 +200,11 @@ struct GpuRowReductionsPass
       if (!isRowReduction(g))
         return;
       // Short rows are cheaper one per thread than one per block.
-      if (g.getStaticLoopRanges().back() < minRowLength)
+      int64_t length = 1;
+      SmallVector<int64_t> ranges = g.getStaticLoopRanges();
+      for (size_t i = g.getNumParallelLoops(); i < ranges.size(); ++i)
+        length *= ranges[i];
+      if (length < minRowLength)
         return;
       if (auto comb = matchCombiner(g))
         work.push_back({g, *comb});

@@ -109,3 +109,24 @@ func.func @constant_init(%x: memref<6x100xf32>, %out: memref<6xf32>) {
   memref.dealloc %buf : memref<6xf32>
   return
 }
+
+// A global average pool's sum over H and W (two reduction loops) is one
+// row of 49 per channel: 8 blocks, the row index split back into (h, w).
+// CHECK-LABEL: func.func @two_reduced_dims
+// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+// CHECK: gpu.launch blocks(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}) in (%{{[^,]*}} = %[[C8]],
+// CHECK: scf.for %[[J:.*]] = %{{.*}} to %c49
+// CHECK:   %[[W:.*]] = arith.remui %[[J]], %c7
+// CHECK:   %[[H:.*]] = arith.divui %[[J]], %c7
+// CHECK:   affine.apply #{{.*}}(%{{.*}}, %{{.*}}, %[[H]], %[[W]])
+// CHECK:   memref.load %arg0
+// CHECK: gpu.all_reduce add
+func.func @two_reduced_dims(%x: memref<1x8x7x7xf32>, %out: memref<1x8xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%x : memref<1x8x7x7xf32>) outs(%out : memref<1x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  return
+}
