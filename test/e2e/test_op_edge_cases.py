@@ -8,14 +8,14 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 mcc = sys.argv[1]
 work = tempfile.mkdtemp(prefix="mcc-edge-")
 
 
-def run(nodes, inputs, outputs, feeds, name, opset=17):
-    g = helper.make_graph(nodes, name, inputs, outputs)
+def run(nodes, inputs, outputs, feeds, name, opset=17, initializers=()):
+    g = helper.make_graph(nodes, name, inputs, outputs, list(initializers))
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     path = os.path.join(work, name + ".onnx")
     onnx.save(m, path)
@@ -100,5 +100,62 @@ subprocess.run([mcc, "run", path + ".so", "--input", path + ".in.npz", "--output
                 path + ".out.npz"], check=True)
 y = np.load(path + ".out.npz")["Y"]
 assert np.array_equal(y, np.flip(np.cumsum(np.flip(x, 1), 1), 1)), y
+
+# ScatterElements into an initializer (a weight argument) and into a graph
+# input, both read again afterwards: the scatter must write a copy, never
+# the caller's or the weight's memory. Duplicates add up; negative indices
+# count from the end.
+rng = np.random.default_rng(1)
+w = rng.standard_normal((4, 8)).astype(np.float32)
+x = rng.standard_normal((4, 8)).astype(np.float32)
+idx = np.array([[0, -1, 7], [3, 3, 3], [-8, 2, 2], [5, 6, 7]], np.int64)
+upd = rng.standard_normal((4, 3)).astype(np.float32)
+out = run([helper.make_node("ScatterElements", ["W", "I", "U"], ["Y"], axis=1, reduction="add"),
+           helper.make_node("ScatterElements", ["X", "I", "U"], ["Z"], axis=1),
+           helper.make_node("Add", ["W", "X"], ["S"])],
+          [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, 8]),
+           helper.make_tensor_value_info("I", TensorProto.INT64, [4, 3]),
+           helper.make_tensor_value_info("U", TensorProto.FLOAT, [4, 3])],
+          [helper.make_tensor_value_info(v, TensorProto.FLOAT, None) for v in "YZS"],
+          {"X": x, "I": idx, "U": upd}, "scatter_elements_weight", opset=18,
+          initializers=[numpy_helper.from_array(w, "W")])
+ey, ez = w.copy(), x.copy()
+for r in range(4):
+    for c in range(3):
+        ey[r, idx[r, c] % 8] += upd[r, c]
+        ez[r, idx[r, c] % 8] = upd[r, c]  # duplicates: the last write wins
+assert np.allclose(out["Y"], ey, rtol=1e-6) and np.array_equal(out["Z"], ez), (out["Y"], ey)
+assert np.array_equal(out["S"], w + x), "scatter clobbered its input"
+
+# ScatterND with duplicate slice indices, no reduction: the last write wins.
+data = np.arange(24, dtype=np.int32).reshape(4, 3, 2)
+idx = np.array([[[1], [-1]], [[1], [0]]], np.int64)
+upd = np.arange(100, 124, dtype=np.int32).reshape(2, 2, 3, 2)
+y = run([helper.make_node("ScatterND", ["D", "I", "U"], ["Y"])],
+        [helper.make_tensor_value_info("D", TensorProto.INT32, [4, 3, 2]),
+         helper.make_tensor_value_info("I", TensorProto.INT64, [2, 2, 1]),
+         helper.make_tensor_value_info("U", TensorProto.INT32, [2, 2, 3, 2])],
+        [helper.make_tensor_value_info("Y", TensorProto.INT32, None)],
+        {"D": data, "I": idx, "U": upd}, "scatternd_duplicates")["Y"]
+exp = data.copy()
+for a in range(2):
+    for b_ in range(2):
+        exp[idx[a, b_, 0]] = upd[a, b_]
+assert np.array_equal(y, exp), y
+
+# TopK with ties (the lower index comes first), on a middle axis, largest
+# and smallest, float and int32.
+for dt, tp in ((np.float32, TensorProto.FLOAT), (np.int32, TensorProto.INT32)):
+    x = np.random.default_rng(2).integers(0, 4, (2, 7, 3)).astype(dt)
+    for largest in (1, 0):
+        out = run([helper.make_node("TopK", ["X", "K"], ["V", "I"], axis=1, largest=largest)],
+                  [helper.make_tensor_value_info("X", tp, [2, 7, 3])],
+                  [helper.make_tensor_value_info("V", tp, None),
+                   helper.make_tensor_value_info("I", TensorProto.INT64, None)],
+                  {"X": x}, "topk_ties_%d_%d" % (tp, largest),
+                  initializers=[numpy_helper.from_array(np.array([4], np.int64), "K")])
+        order = np.argsort(-x if largest else x, axis=1, kind="stable")[:, :4]
+        assert np.array_equal(out["I"], order), (out["I"], order)
+        assert np.array_equal(out["V"], np.take_along_axis(x, order, 1)), out["V"]
 
 print("op edge cases: ok")
