@@ -94,6 +94,14 @@ FailureOr<Value> matmul(NodeLowering &n, Value a, Value bm) {
   return emitReshape(b, loc, r, out);
 }
 
+} // namespace
+
+FailureOr<Value> emitOnnxMatMul(NodeLowering &n, Value a, Value bm) {
+  return matmul(n, a, bm);
+}
+
+namespace {
+
 LogicalResult lowerMatMul(NodeLowering &n) {
   auto r = matmul(n, n.value(0), n.value(1));
   if (failed(r))
@@ -236,16 +244,15 @@ DenseIntElementsAttr i64Vector(OpBuilder &b, ArrayRef<int64_t> v) {
       v);
 }
 
-LogicalResult lowerConv(NodeLowering &n) {
-  Shape xs = n.shape(0), ws = n.shape(1);
+} // namespace
+
+FailureOr<Value> emitOnnxConv(NodeLowering &n, Value x, Value w) {
+  Shape xs = shapeOf(x), ws = shapeOf(w);
   if (xs.size() != 4 && xs.size() != 3)
     return n.fail("only 1-D and 2-D convolutions are supported (input " +
                   formatShape(xs) + ")");
-  if (!isFloatDType(n.dtype(0)))
-    return n.fail("only floating-point convolutions are supported");
   OpBuilder &b = n.builder();
   Location loc = n.loc();
-  Value x = n.value(0), w = n.value(1);
   bool is1d = xs.size() == 3;
   std::vector<int64_t> kernel = n.attrInts("kernel_shape");
   if (kernel.empty())
@@ -272,7 +279,7 @@ LogicalResult lowerConv(NodeLowering &n) {
                   formatShape(n.shape(1)) + " do not fit group " +
                   Twine(group));
   x = padSpatial(b, loc, x, g, 0.0);
-  Type et = n.elementType(n.dtype(0));
+  Type et = cast<RankedTensorType>(x.getType()).getElementType();
   Shape out = {N, M, g.out[0], g.out[1]};
   auto strides = i64Vector(b, g.strides), dil = i64Vector(b, g.dilations);
   Value r;
@@ -302,16 +309,31 @@ LogicalResult lowerConv(NodeLowering &n) {
             .getResult(0);
     r = emitReshape(b, loc, r, out);
   }
-  if (n.hasInput(2)) {
-    Value bias = emitReshape(b, loc, n.value(2), {M, 1, 1});
-    r = emitElementwise(b, loc, ValueRange{r, bias}, et, out,
-                        [](OpBuilder &nb, Location l, ValueRange v) {
-                          return (Value)arith::AddFOp::create(nb, l, v[0],
-                                                              v[1]);
-                        });
-  }
   if (is1d)
     r = emitReshape(b, loc, r, {N, M, g.out[1]});
+  return r;
+}
+
+namespace {
+
+LogicalResult lowerConv(NodeLowering &n) {
+  if (!isFloatDType(n.dtype(0)))
+    return n.fail("only floating-point convolutions are supported");
+  auto conv = emitOnnxConv(n, n.value(0), n.value(1));
+  if (failed(conv))
+    return failure();
+  Value r = *conv;
+  if (n.hasInput(2)) {
+    OpBuilder &b = n.builder();
+    Shape out = shapeOf(r), bs(out.size() - 1, 1);
+    bs[0] = out[1];
+    Value bias = emitReshape(b, n.loc(), n.value(2), bs);
+    r = emitElementwise(
+        b, n.loc(), ValueRange{r, bias}, n.elementType(n.dtype(0)), out,
+        [](OpBuilder &nb, Location l, ValueRange v) {
+          return (Value)arith::AddFOp::create(nb, l, v[0], v[1]);
+        });
+  }
   n.setOutput(0, r, n.dtype(0));
   return success();
 }

@@ -1,13 +1,269 @@
-//===- QuantizeOps.cpp - QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear and the integer matmul/conv ops ---===//
+//===- QuantizeOps.cpp - QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
+// and the integer matmul/conv ops ---===//
+//
+// Linear (de)quantization to and from uint8/int8, per tensor, per axis or
+// blocked, rounding half to even and saturating like the ONNX reference.
+// The integer matmul/conv ops subtract zero points in int32 and reuse the
+// MatMul/Conv lowerings with int32 accumulation.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mcc/Import/NodeLowering.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <cmath>
+
 using namespace mlir;
 
 namespace mcc {
+namespace {
 
-void registerQuantizeLowerings() {}
+bool isQuantDType(int32_t d) { return d == kUInt8 || d == kInt8; }
+
+/// The map from an element of x to its scale / zero point `p`: one value
+/// for all, one per index along `axis` (1-D p), or one per block of
+/// `block` consecutive indices along `axis` (p of x's rank).
+FailureOr<AffineMap> paramMap(NodeLowering &n, const Shape &p, const Shape &x,
+                              int64_t axis, int64_t block) {
+  MLIRContext *ctx = n.builder().getContext();
+  int64_t rank = x.size();
+  if (numElements(p) == 1) {
+    SmallVector<AffineExpr> zeros(p.size(), getAffineConstantExpr(0, ctx));
+    return AffineMap::get(rank, 0, zeros, ctx);
+  }
+  if (axis < 0 || axis >= rank)
+    return n.fail("axis out of range");
+  if (block <= 0) {
+    if (p.size() != 1 || p[0] != x[axis])
+      return n.fail("scale/zero point " + formatShape(p) +
+                    " must be a scalar or 1-D of size " + Twine(x[axis]) +
+                    " (axis " + Twine(axis) + ")");
+    return AffineMap::get(rank, 0, {getAffineDimExpr(axis, ctx)}, ctx);
+  }
+  SmallVector<AffineExpr> exprs;
+  bool ok = (int64_t)p.size() == rank;
+  for (int64_t d = 0; ok && d < rank; ++d) {
+    if (d == axis) {
+      ok = p[d] == (x[d] + block - 1) / block;
+      exprs.push_back(getAffineDimExpr(d, ctx).floorDiv(block));
+    } else {
+      ok = p[d] == x[d];
+      exprs.push_back(getAffineDimExpr(d, ctx));
+    }
+  }
+  if (!ok)
+    return n.fail("blocked scale/zero point " + formatShape(p) +
+                  " does not match input " + formatShape(x) +
+                  " with block_size " + Twine(block));
+  return AffineMap::get(rank, 0, exprs, ctx);
+}
+
+/// out[i] = body(x[i], scale[map(i)], zp[map(i)]) over x's shape; zp is
+/// absent (null in the body) without input 2.
+FailureOr<Value> emitQuantGeneric(NodeLowering &n, Type outElem,
+                                  const ScalarBody &body) {
+  OpBuilder &b = n.builder();
+  MLIRContext *ctx = b.getContext();
+  Shape x = n.shape(0);
+  int64_t rank = x.size();
+  int64_t axis = normalizeAxis(n.attrInt("axis", 1), rank);
+  int64_t block = n.attrInt("block_size", 0);
+  if (block < 0)
+    return n.fail("block_size must not be negative");
+  SmallVector<Value> ins = {n.value(0)};
+  SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx)};
+  for (size_t i = 1; i < 3 && n.hasInput(i); ++i) {
+    auto m = paramMap(n, n.shape(i), x, axis, block);
+    if (failed(m))
+      return failure();
+    ins.push_back(n.value(i));
+    maps.push_back(*m);
+  }
+  maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  Value empty = tensor::EmptyOp::create(b, n.loc(), x, outElem);
+  return linalg::GenericOp::create(
+             b, n.loc(), empty.getType(), ins, ValueRange{empty}, maps, iters,
+             [&](OpBuilder &nb, Location l, ValueRange a) {
+               SmallVector<Value> args(a.drop_back());
+               if (args.size() < 3)
+                 args.push_back(Value());
+               linalg::YieldOp::create(nb, l, body(nb, l, args));
+             })
+      .getResult(0);
+}
+
+/// v + zp (v already rounded, both floats) saturated to the range of `to`
+/// (uint8/int8) and converted. NaN saturates to the low end (the number
+/// variants of max/min drop NaN).
+Value saturateToQuant(OpBuilder &b, Location l, Value v, Value zpF,
+                      int32_t to) {
+  Type ft = v.getType();
+  if (zpF)
+    v = arith::AddFOp::create(b, l, v, zpF);
+  double lo = to == kUInt8 ? 0 : -128, hi = to == kUInt8 ? 255 : 127;
+  v = arith::MaxNumFOp::create(b, l, v, scalarConstant(b, l, ft, lo));
+  v = arith::MinNumFOp::create(b, l, v, scalarConstant(b, l, ft, hi));
+  if (to == kUInt8)
+    return arith::FPToUIOp::create(b, l, b.getI8Type(), v);
+  return arith::FPToSIOp::create(b, l, b.getI8Type(), v);
+}
+
+Type wider(Type a, Type c) {
+  return a.getIntOrFloatBitWidth() >= c.getIntOrFloatBitWidth() ? a : c;
+}
+
+LogicalResult lowerQuantizeLinear(NodeLowering &n) {
+  int32_t to = n.hasInput(2) ? n.dtype(2) : n.attrInt("output_dtype", 0);
+  if (!to)
+    to = kUInt8;
+  if (!isQuantDType(to))
+    return n.fail("quantizing to " +
+                  onnx::TensorProto_DataType_Name(
+                      static_cast<onnx::TensorProto_DataType>(to)) +
+                  " is not supported (uint8 and int8 are)");
+  if (!isFloatDType(n.dtype(1)))
+    return n.fail("scale must be floating point");
+  OpBuilder &b = n.builder();
+  // x / scale in x's float type (the reference's NumPy arithmetic), or in
+  // the `precision` type when given; the rounded quotient and the zero
+  // point are added in at least f32, where both are exact.
+  int32_t xd = n.dtype(0);
+  Type ct = isFloatDType(xd) ? n.elementType(xd) : b.getF64Type();
+  if (int64_t p = n.attrInt("precision", 0)) {
+    if (!isFloatDType(p))
+      return n.fail("unsupported precision " + dtypeName(p));
+    ct = n.elementType(p);
+  }
+  Type acc = wider(ct, b.getF32Type());
+  int32_t sd = n.dtype(1);
+  auto r = emitQuantGeneric(
+      n, b.getI8Type(), [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value x = emitScalarCast(nb, l, a[0], xd, dtypeOf(ct), ct);
+        Value s = emitScalarCast(nb, l, a[1], sd, dtypeOf(ct), ct);
+        Value q = math::RoundEvenOp::create(nb, l,
+                                            arith::DivFOp::create(nb, l, x, s));
+        q = emitScalarCast(nb, l, q, dtypeOf(ct), dtypeOf(acc), acc);
+        Value zp;
+        if (a[2])
+          zp = emitScalarCast(nb, l, a[2], to, dtypeOf(acc), acc);
+        return saturateToQuant(nb, l, q, zp, to);
+      });
+  if (failed(r))
+    return failure();
+  n.setOutput(0, *r, to);
+  return success();
+}
+
+LogicalResult lowerDequantizeLinear(NodeLowering &n) {
+  int32_t xd = n.dtype(0);
+  if (!isQuantDType(xd) && xd != kInt32)
+    return n.fail("dequantizing " + dtypeName(xd) +
+                  " is not supported (uint8, int8 and int32 are)");
+  if (n.hasInput(2) && n.dtype(2) != xd)
+    return n.fail("zero point type differs from the input type");
+  int32_t sd = n.dtype(1);
+  if (!isFloatDType(sd))
+    return n.fail("scale must be floating point");
+  int32_t to = n.attrInt("output_dtype", 0);
+  if (!to)
+    to = sd;
+  if (!isFloatDType(to))
+    return n.fail("unsupported output_dtype " + dtypeName(to));
+  OpBuilder &b = n.builder();
+  // (x - zp) in f32 as the reference does, times the scale in the wider of
+  // f32 and the scale's type.
+  Type f32 = b.getF32Type();
+  Type acc = wider(f32, n.elementType(sd));
+  Type outT = n.elementType(to);
+  auto r = emitQuantGeneric(
+      n, outT, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value x = emitScalarCast(nb, l, a[0], xd, kFloat, f32);
+        if (a[2])
+          x = arith::SubFOp::create(
+              nb, l, x, emitScalarCast(nb, l, a[2], xd, kFloat, f32));
+        x = emitScalarCast(nb, l, x, kFloat, dtypeOf(acc), acc);
+        Value s = emitScalarCast(nb, l, a[1], sd, dtypeOf(acc), acc);
+        return emitScalarCast(nb, l, arith::MulFOp::create(nb, l, x, s),
+                              dtypeOf(acc), to, outT);
+      });
+  if (failed(r))
+    return failure();
+  n.setOutput(0, *r, to);
+  return success();
+}
+
+/// DynamicQuantizeLinear: uint8 over the range [min(x, 0), max(x, 0)].
+LogicalResult lowerDynamicQuantizeLinear(NodeLowering &n) {
+  if (n.dtype(0) != kFloat)
+    return n.fail("input must be float32");
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Type f32 = b.getF32Type();
+  Value x = n.value(0);
+  std::vector<int64_t> all;
+  for (size_t d = 0; d < n.rank(0); ++d)
+    all.push_back(d);
+  auto fmax = [](OpBuilder &nb, Location l, ValueRange v) -> Value {
+    return arith::MaximumFOp::create(nb, l, v[0], v[1]);
+  };
+  auto fmin = [](OpBuilder &nb, Location l, ValueRange v) -> Value {
+    return arith::MinimumFOp::create(nb, l, v[0], v[1]);
+  };
+  // Starting the reductions at 0 includes 0 in the range.
+  Value mx = emitReduction(b, loc, x, all, false, b.getF32FloatAttr(0), fmax);
+  Value mn = emitReduction(b, loc, x, all, false, b.getF32FloatAttr(0), fmin);
+  Value scale = emitElementwise(
+      b, loc, ValueRange{mx, mn}, f32, {},
+      [](OpBuilder &nb, Location l, ValueRange v) -> Value {
+        Value same =
+            arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, v[0], v[1]);
+        Value range = arith::SelectOp::create(
+            nb, l, same, scalarConstant(nb, l, v[0].getType(), 1.0),
+            arith::SubFOp::create(nb, l, v[0], v[1]));
+        return arith::DivFOp::create(
+            nb, l, range, scalarConstant(nb, l, v[0].getType(), 255.0));
+      });
+  // zp = rint(clamp(0 - min / scale, 0, 255)), kept as f32 for y.
+  Value zpF = emitElementwise(
+      b, loc, ValueRange{mn, scale}, f32, {},
+      [](OpBuilder &nb, Location l, ValueRange v) -> Value {
+        Type t = v[0].getType();
+        Value z = arith::NegFOp::create(
+            nb, l, arith::DivFOp::create(nb, l, v[0], v[1]));
+        z = arith::MaxNumFOp::create(nb, l, z, scalarConstant(nb, l, t, 0));
+        z = arith::MinNumFOp::create(nb, l, z, scalarConstant(nb, l, t, 255));
+        return math::RoundEvenOp::create(nb, l, z);
+      });
+  Value y = emitElementwise(
+      b, loc, ValueRange{x, scale, zpF}, b.getI8Type(), n.shape(0),
+      [](OpBuilder &nb, Location l, ValueRange v) -> Value {
+        Value q = math::RoundEvenOp::create(
+            nb, l, arith::DivFOp::create(nb, l, v[0], v[1]));
+        return saturateToQuant(nb, l, q, v[2], kUInt8);
+      });
+  Value zp = emitElementwise(
+      b, loc, ValueRange{zpF}, b.getI8Type(), {},
+      [](OpBuilder &nb, Location l, ValueRange v) -> Value {
+        return arith::FPToUIOp::create(nb, l, nb.getI8Type(), v[0]);
+      });
+  n.setOutput(0, y, kUInt8);
+  n.setOutput(1, scale, kFloat);
+  n.setOutput(2, zp, kUInt8);
+  return success();
+}
+
+} // namespace
+
+void registerQuantizeLowerings() {
+  auto &t = opLowerings();
+  t["QuantizeLinear"] = lowerQuantizeLinear;
+  t["DequantizeLinear"] = lowerDequantizeLinear;
+  t["DynamicQuantizeLinear"] = lowerDynamicQuantizeLinear;
+}
 
 } // namespace mcc

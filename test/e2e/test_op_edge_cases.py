@@ -158,4 +158,35 @@ for dt, tp in ((np.float32, TensorProto.FLOAT), (np.int32, TensorProto.INT32)):
         assert np.array_equal(out["I"], order), (out["I"], order)
         assert np.array_equal(out["V"], np.take_along_axis(x, order, 1)), out["V"]
 
+# QuantizeLinear to int8 per axis (ties round to even, saturation both
+# ways, NaN-free), blocked with a block size that does not divide the axis,
+# and DequantizeLinear back with the same blocked parameters.
+x = np.array([[0.5, 1.5, 2.5, -0.5, -1.5, 300.0, -300.0],
+              [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]], np.float32)
+scale = np.array([1.0, 0.5], np.float32)
+zp = np.array([0, -3], np.int8)
+y = run([helper.make_node("QuantizeLinear", ["X", "S", "Z"], ["Y"], axis=0)],
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 7]),
+         helper.make_tensor_value_info("S", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("Z", TensorProto.INT8, [2])],
+        [helper.make_tensor_value_info("Y", TensorProto.INT8, None)],
+        {"X": x, "S": scale, "Z": zp}, "quantize_per_axis_int8")["Y"]
+exp = np.clip(np.rint(x / scale[:, None]) + zp[:, None], -128, 127).astype(np.int8)
+assert np.array_equal(y, exp), (y, exp)
+bscale = np.array([[0.5, 2.0, 0.25], [1.0, 4.0, 0.1]], np.float32)  # blocks of 3 over 7
+bzp = np.array([[0, 10, 250], [128, 3, 7]], np.uint8)
+out = run([helper.make_node("QuantizeLinear", ["X", "S", "Z"], ["Q"], axis=1, block_size=3),
+           helper.make_node("DequantizeLinear", ["Q", "S", "Z"], ["D"], axis=1, block_size=3)],
+          [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 7]),
+           helper.make_tensor_value_info("S", TensorProto.FLOAT, [2, 3]),
+           helper.make_tensor_value_info("Z", TensorProto.UINT8, [2, 3])],
+          [helper.make_tensor_value_info("Q", TensorProto.UINT8, None),
+           helper.make_tensor_value_info("D", TensorProto.FLOAT, None)],
+          {"X": x, "S": bscale, "Z": bzp}, "quantize_blocked_uint8", opset=21)
+fs = np.repeat(bscale, 3, axis=1)[:, :7]
+fz = np.repeat(bzp, 3, axis=1)[:, :7].astype(np.int32)
+eq = np.clip(np.rint(x / fs) + fz, 0, 255).astype(np.uint8)
+assert np.array_equal(out["Q"], eq), (out["Q"], eq)
+assert np.allclose(out["D"], (eq.astype(np.float32) - fz) * fs, rtol=1e-6), out["D"]
+
 print("op edge cases: ok")

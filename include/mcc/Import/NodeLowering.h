@@ -162,6 +162,16 @@ mlir::Value emitScalarCast(mlir::OpBuilder &b, mlir::Location loc,
 
 int64_t normalizeAxis(int64_t axis, int64_t rank);
 
+/// ONNX MatMul (NumPy broadcasting of batch dims) of two tensors of one
+/// element type; integer types accumulate in that type.
+mlir::FailureOr<mlir::Value> emitOnnxMatMul(NodeLowering &n, mlir::Value a,
+                                            mlir::Value b);
+/// ONNX Conv without bias of x [N, C, spatial...] and w [M, C/group, k...]
+/// (1-D or 2-D), geometry from the node's attributes; zero padding; the
+/// element type of x (integers accumulate in it).
+mlir::FailureOr<mlir::Value> emitOnnxConv(NodeLowering &n, mlir::Value x,
+                                          mlir::Value w);
+
 } // namespace mcc
 
 #endif // MCC_IMPORT_NODELOWERING_H
