@@ -257,6 +257,191 @@ LogicalResult lowerDynamicQuantizeLinear(NodeLowering &n) {
   return success();
 }
 
+/// v (uint8/int8/int32) minus its zero point, as int32. A zero point is a
+/// scalar or 1-D; a 1-D one of size `perDimSize` applies along dim
+/// `perDim` of v (rows of A, output channels of W), else along the last.
+FailureOr<Value> minusZeroPoint(NodeLowering &n, size_t vi, size_t zi,
+                                int64_t perDim) {
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  int32_t vd = n.dtype(vi);
+  if (!isQuantDType(vd))
+    return n.fail("input " + Twine(vi) + " is " + dtypeName(vd) +
+                  "; uint8 or int8 expected");
+  Shape vs = n.shape(vi);
+  Type i32 = b.getI32Type();
+  SmallVector<Value> ins = {n.value(vi)};
+  int32_t zd = vd;
+  if (n.hasInput(zi)) {
+    zd = n.dtype(zi);
+    if (!isQuantDType(zd))
+      return n.fail("zero point " + Twine(zi) + " must be uint8 or int8");
+    Shape zs = n.shape(zi);
+    Value z = n.value(zi);
+    if (numElements(zs) == 1) {
+      z = emitReshape(b, loc, z, {});
+    } else if (zs.size() == 1 && perDim >= 0 && perDim < (int64_t)vs.size() &&
+               zs[0] == vs[perDim]) {
+      Shape bs(vs.size() - perDim, 1);
+      bs[0] = zs[0];
+      z = emitReshape(b, loc, z, bs);
+    } else if (!(zs.size() == 1 && !vs.empty() && zs[0] == vs.back())) {
+      return n.fail("zero point " + formatShape(zs) + " does not fit input " +
+                    formatShape(vs));
+    }
+    ins.push_back(z);
+  }
+  return emitElementwise(
+      b, loc, ins, i32, vs, [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value v = emitScalarCast(nb, l, a[0], vd, kInt32, nb.getI32Type());
+        if (a.size() < 2)
+          return v;
+        return (Value)arith::SubIOp::create(
+            nb, l, v, emitScalarCast(nb, l, a[1], zd, kInt32, nb.getI32Type()));
+      });
+}
+
+LogicalResult lowerMatMulInteger(NodeLowering &n) {
+  int64_t ra = n.rank(0);
+  auto a = minusZeroPoint(n, 0, 2, ra >= 2 ? ra - 2 : -1);
+  auto bm = minusZeroPoint(n, 1, 3, -1);
+  if (failed(a) || failed(bm))
+    return failure();
+  auto r = emitOnnxMatMul(n, *a, *bm);
+  if (failed(r))
+    return failure();
+  n.setOutput(0, *r, kInt32);
+  return success();
+}
+
+LogicalResult lowerConvInteger(NodeLowering &n) {
+  auto x = minusZeroPoint(n, 0, 2, -1);
+  auto w = minusZeroPoint(n, 1, 3, 0);
+  if (failed(x) || failed(w))
+    return failure();
+  auto r = emitOnnxConv(n, *x, *w);
+  if (failed(r))
+    return failure();
+  n.setOutput(0, *r, kInt32);
+  return success();
+}
+
+/// A scale (scalar or 1-D) reshaped to broadcast along dim `dim` of a
+/// result of rank `rank`.
+FailureOr<Value> scaleAlong(NodeLowering &n, size_t i, int64_t dim,
+                            int64_t rank, int64_t size) {
+  Shape s = n.shape(i);
+  Value v = n.value(i);
+  if (numElements(s) == 1)
+    return emitReshape(n.builder(), n.loc(), v, {});
+  if (s.size() != 1 || s[0] != size || dim < 0)
+    return n.fail("scale " + Twine(i) + " " + formatShape(s) +
+                  " must be a scalar or 1-D of size " + Twine(size));
+  Shape bs(rank - dim, 1);
+  bs[0] = size;
+  return emitReshape(n.builder(), n.loc(), v, bs);
+}
+
+/// round-half-even(acc * s1 * s2 / sy) + zy saturated to the output type
+/// (the zero point's, else `fallback`). The scale product is formed in the
+/// scales' type, the rest in f64 as the reference's NumPy promotion of
+/// int32 with float does.
+LogicalResult requantize(NodeLowering &n, Value acc, Value s1, Value s2,
+                         size_t syIdx, size_t zyIdx, int32_t fallback) {
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  int32_t sd = n.dtype(syIdx);
+  if (!isFloatDType(sd))
+    return n.fail("scales must be floating point");
+  int32_t to = n.hasInput(zyIdx) ? n.dtype(zyIdx) : fallback;
+  if (!isQuantDType(to))
+    return n.fail("output type " + dtypeName(to) + " is not uint8 or int8");
+  Shape out = shapeOf(acc);
+  Type st = n.elementType(sd), f64 = b.getF64Type();
+  Value sy = emitReshape(b, loc, n.value(syIdx), {});
+  Shape ms;
+  if (!broadcastShapes({shapeOf(s1), shapeOf(s2)}, ms))
+    return n.fail("scales do not broadcast");
+  Value mult = emitElementwise(
+      b, loc, ValueRange{s1, s2, sy}, st, ms,
+      [](OpBuilder &nb, Location l, ValueRange v) -> Value {
+        return arith::DivFOp::create(
+            nb, l, arith::MulFOp::create(nb, l, v[0], v[1]), v[2]);
+      });
+  SmallVector<Value> ins = {acc, mult};
+  if (n.hasInput(zyIdx)) {
+    if (numElements(n.shape(zyIdx)) != 1)
+      return n.fail("output zero point must be a scalar");
+    ins.push_back(emitReshape(b, loc, n.value(zyIdx), {}));
+  }
+  Value r =
+      emitElementwise(b, loc, ins, b.getI8Type(), out,
+                      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+                        Value v = arith::SIToFPOp::create(nb, l, f64, a[0]);
+                        Value m = emitScalarCast(nb, l, a[1], sd, kDouble, f64);
+                        v = math::RoundEvenOp::create(
+                            nb, l, arith::MulFOp::create(nb, l, v, m));
+                        Value zp;
+                        if (a.size() > 2)
+                          zp = emitScalarCast(nb, l, a[2], to, kDouble, f64);
+                        return saturateToQuant(nb, l, v, zp, to);
+                      });
+  n.setOutput(0, r, to);
+  return success();
+}
+
+/// QLinearMatMul(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp).
+LogicalResult lowerQLinearMatMul(NodeLowering &n) {
+  int64_t ra = n.rank(0), rb = n.rank(3);
+  if (ra < 2 || rb < 2)
+    return n.fail("inputs must have rank >= 2");
+  auto a = minusZeroPoint(n, 0, 2, ra - 2);
+  auto bm = minusZeroPoint(n, 3, 5, -1);
+  if (failed(a) || failed(bm))
+    return failure();
+  auto acc = emitOnnxMatMul(n, *a, *bm);
+  if (failed(acc))
+    return failure();
+  int64_t rank = shapeOf(*acc).size();
+  auto sa = scaleAlong(n, 1, rank - 2, rank, n.shape(0)[ra - 2]);
+  auto sb = scaleAlong(n, 4, rank - 1, rank, n.shape(3)[rb - 1]);
+  if (failed(sa) || failed(sb))
+    return failure();
+  return requantize(n, *acc, *sa, *sb, 6, 7, n.dtype(0));
+}
+
+/// QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B).
+LogicalResult lowerQLinearConv(NodeLowering &n) {
+  auto x = minusZeroPoint(n, 0, 2, -1);
+  auto w = minusZeroPoint(n, 3, 5, 0);
+  if (failed(x) || failed(w))
+    return failure();
+  auto conv = emitOnnxConv(n, *x, *w);
+  if (failed(conv))
+    return failure();
+  Value acc = *conv;
+  Shape out = shapeOf(acc);
+  int64_t rank = out.size();
+  OpBuilder &b = n.builder();
+  if (n.hasInput(8)) {
+    if (n.dtype(8) != kInt32 || n.shape(8) != Shape{out[1]})
+      return n.fail("bias must be int32 of size " + Twine(out[1]));
+    Shape bs(rank - 1, 1);
+    bs[0] = out[1];
+    Value bias = emitReshape(b, n.loc(), n.value(8), bs);
+    acc = emitElementwise(b, n.loc(), ValueRange{acc, bias}, b.getI32Type(),
+                          out, [](OpBuilder &nb, Location l, ValueRange v) {
+                            return (Value)arith::AddIOp::create(nb, l, v[0],
+                                                                v[1]);
+                          });
+  }
+  auto sx = scaleAlong(n, 1, -1, rank, 1);
+  auto sw = scaleAlong(n, 4, 1, rank, out[1]);
+  if (failed(sx) || failed(sw))
+    return failure();
+  return requantize(n, acc, *sx, *sw, 6, 7, n.dtype(0));
+}
+
 } // namespace
 
 void registerQuantizeLowerings() {
@@ -264,6 +449,10 @@ void registerQuantizeLowerings() {
   t["QuantizeLinear"] = lowerQuantizeLinear;
   t["DequantizeLinear"] = lowerDequantizeLinear;
   t["DynamicQuantizeLinear"] = lowerDynamicQuantizeLinear;
+  t["MatMulInteger"] = lowerMatMulInteger;
+  t["ConvInteger"] = lowerConvInteger;
+  t["QLinearMatMul"] = lowerQLinearMatMul;
+  t["QLinearConv"] = lowerQLinearConv;
 }
 
 } // namespace mcc

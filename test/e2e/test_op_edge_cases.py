@@ -189,4 +189,71 @@ eq = np.clip(np.rint(x / fs) + fz, 0, 255).astype(np.uint8)
 assert np.array_equal(out["Q"], eq), (out["Q"], eq)
 assert np.allclose(out["D"], (eq.astype(np.float32) - fz) * fs, rtol=1e-6), out["D"]
 
+# MatMulInteger large enough for the tiled matmul kernels, int8 x uint8 with
+# a per-row A zero point and a per-column B zero point.
+rng = np.random.default_rng(3)
+a = rng.integers(-128, 128, (2, 40, 72)).astype(np.int8)
+b = rng.integers(0, 256, (72, 56)).astype(np.uint8)
+az = rng.integers(-5, 5, (40,)).astype(np.int8)
+bz = rng.integers(100, 150, (56,)).astype(np.uint8)
+y = run([helper.make_node("MatMulInteger", ["A", "B", "AZ", "BZ"], ["Y"])],
+        [helper.make_tensor_value_info("A", TensorProto.INT8, [2, 40, 72]),
+         helper.make_tensor_value_info("B", TensorProto.UINT8, [72, 56]),
+         helper.make_tensor_value_info("AZ", TensorProto.INT8, [40]),
+         helper.make_tensor_value_info("BZ", TensorProto.UINT8, [56])],
+        [helper.make_tensor_value_info("Y", TensorProto.INT32, None)],
+        {"A": a, "B": b, "AZ": az, "BZ": bz}, "matmulinteger_per_row_col")["Y"]
+exp = (a.astype(np.int32) - az[:, None]) @ (b.astype(np.int32) - bz)
+assert np.array_equal(y, exp), np.abs(y - exp).max()
+
+
+def conv2d_ref(x, w, pad, group):
+    x = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    n_, c, h, wd = x.shape
+    m, cg, kh, kw = w.shape
+    out = np.zeros((n_, m, h - kh + 1, wd - kw + 1), np.int64)
+    mg = m // group
+    for o in range(m):
+        g = o // mg
+        for i in range(out.shape[2]):
+            for j in range(out.shape[3]):
+                out[:, o, i, j] = (x[:, g * cg:(g + 1) * cg, i:i + kh, j:j + kw]
+                                   * w[o]).sum(axis=(1, 2, 3))
+    return out
+
+
+# ConvInteger with groups, padding (by the zero point) and a per-channel
+# weight zero point; QLinearConv with a per-channel weight scale and bias.
+x = rng.integers(0, 256, (1, 4, 6, 6)).astype(np.uint8)
+w = rng.integers(-128, 128, (6, 2, 3, 3)).astype(np.int8)
+wz = rng.integers(-3, 3, (6,)).astype(np.int8)
+xz = np.array(128, np.uint8)
+y = run([helper.make_node("ConvInteger", ["X", "W", "XZ", "WZ"], ["Y"], group=2, pads=[1, 1, 1, 1])],
+        [helper.make_tensor_value_info("X", TensorProto.UINT8, [1, 4, 6, 6]),
+         helper.make_tensor_value_info("W", TensorProto.INT8, [6, 2, 3, 3]),
+         helper.make_tensor_value_info("XZ", TensorProto.UINT8, []),
+         helper.make_tensor_value_info("WZ", TensorProto.INT8, [6])],
+        [helper.make_tensor_value_info("Y", TensorProto.INT32, None)],
+        {"X": x, "W": w, "XZ": xz, "WZ": wz}, "convinteger_group_perchannel")["Y"]
+acc = conv2d_ref(x.astype(np.int64) - 128, w.astype(np.int64) - wz[:, None, None, None], 1, 2)
+assert np.array_equal(y, acc), np.abs(y - acc).max()
+ws = np.array([0.01, 0.02, 0.005, 0.03, 0.01, 0.002], np.float32)
+bias = rng.integers(-1000, 1000, (6,)).astype(np.int32)
+y = run([helper.make_node("QLinearConv", ["X", "XS", "XZ", "W", "WS", "WZ", "YS", "YZ", "B"], ["Y"],
+                          group=2, pads=[1, 1, 1, 1])],
+        [helper.make_tensor_value_info("X", TensorProto.UINT8, [1, 4, 6, 6]),
+         helper.make_tensor_value_info("W", TensorProto.INT8, [6, 2, 3, 3]),
+         helper.make_tensor_value_info("WZ", TensorProto.INT8, [6])],
+        [helper.make_tensor_value_info("Y", TensorProto.UINT8, None)],
+        {"X": x, "W": w, "WZ": wz}, "qlinearconv_perchannel",
+        initializers=[numpy_helper.from_array(np.array(0.05, np.float32), "XS"),
+                      numpy_helper.from_array(xz, "XZ"),
+                      numpy_helper.from_array(ws, "WS"),
+                      numpy_helper.from_array(np.array(0.5, np.float32), "YS"),
+                      numpy_helper.from_array(np.array(100, np.uint8), "YZ"),
+                      numpy_helper.from_array(bias, "B")])["Y"]
+r = (acc + bias[None, :, None, None]) * (np.float32(0.05) * ws / np.float32(0.5))[None, :, None, None]
+exp = np.clip(np.rint(r) + 100, 0, 255).astype(np.uint8)
+assert np.array_equal(y, exp), (np.abs(y.astype(int) - exp).max())
+
 print("op edge cases: ok")
