@@ -404,6 +404,119 @@ LogicalResult lowerNonZero(NodeLowering &n) {
   return success();
 }
 
+/// ReverseSequence: out[b, t] = in[b, len[b] - 1 - t] for t < len[b], else
+/// in[b, t]. Lengths are clamped to [0, T] so a bad one stays in bounds.
+LogicalResult lowerReverseSequence(NodeLowering &n) {
+  const Shape &in = n.shape(0);
+  int64_t rank = in.size();
+  int64_t bAxis = n.attrInt("batch_axis", 1), tAxis = n.attrInt("time_axis", 0);
+  if (rank < 2 || bAxis < 0 || tAxis < 0 || bAxis > 1 || tAxis > 1 ||
+      bAxis == tAxis)
+    return n.fail("batch_axis and time_axis must be 0 and 1 in some order");
+  if (n.shape(1) != Shape{in[bAxis]})
+    return n.fail("sequence_lens must be 1-D of the batch size");
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  MLIRContext *ctx = b.getContext();
+  Value x = n.value(0);
+  int64_t T = in[tAxis];
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(rank, 0, {getAffineDimExpr(bAxis, ctx)}, ctx),
+      AffineMap::getMultiDimIdentityMap(rank, ctx)};
+  SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
+  Value empty = tensor::EmptyOp::create(b, loc, in, n.elementType(n.dtype(0)));
+  auto op = linalg::GenericOp::create(
+      b, loc, empty.getType(), ValueRange{n.value(1)}, ValueRange{empty}, maps,
+      iters, [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value len = arith::IndexCastOp::create(nb, l, nb.getIndexType(), a[0]);
+        len = arith::MinSIOp::create(
+            nb, l,
+            arith::MaxSIOp::create(nb, l, len,
+                                   arith::ConstantIndexOp::create(nb, l, 0)),
+            arith::ConstantIndexOp::create(nb, l, T));
+        SmallVector<Value> at;
+        for (int64_t d = 0; d < rank; ++d)
+          at.push_back(linalg::IndexOp::create(nb, l, d));
+        Value t = at[tAxis];
+        Value inSeq =
+            arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, t, len);
+        Value rev =
+            arith::SubIOp::create(nb, l, arith::SubIOp::create(nb, l, len, t),
+                                  arith::ConstantIndexOp::create(nb, l, 1));
+        at[tAxis] = arith::SelectOp::create(nb, l, inSeq, rev, t);
+        linalg::YieldOp::create(
+            nb, l, tensor::ExtractOp::create(nb, l, x, at).getResult());
+      });
+  n.setOutput(0, op.getResult(0), n.dtype(0));
+  return success();
+}
+
+/// MaxUnpool, as the ONNX reference: X scattered to the flat positions
+/// `indices` of a zero tensor of the pooling-inferred shape, which is then
+/// zero-padded at the end of each dim up to output_shape when given.
+LogicalResult lowerMaxUnpool(NodeLowering &n) {
+  const Shape &xs = n.shape(0);
+  if (n.shape(1) != xs)
+    return n.fail("indices must have the shape of X");
+  int64_t r = xs.size() - 2;
+  std::vector<int64_t> kernel = n.attrInts("kernel_shape");
+  if (r < 1 || (int64_t)kernel.size() != r)
+    return n.fail("kernel_shape must give every spatial dim");
+  std::vector<int64_t> strides =
+      n.attrInts("strides", std::vector<int64_t>(r, 1));
+  std::vector<int64_t> pads =
+      n.attrInts("pads", std::vector<int64_t>(2 * r, 0));
+  if ((int64_t)strides.size() != r || (int64_t)pads.size() != 2 * r)
+    return n.fail("strides/pads do not match the spatial dims");
+  Shape inferred = {xs[0], xs[1]};
+  for (int64_t d = 0; d < r; ++d)
+    inferred.push_back((xs[2 + d] - 1) * strides[d] - pads[d] - pads[r + d] +
+                       kernel[d]);
+  Shape out = inferred;
+  if (n.hasInput(2)) {
+    if (failed(n.requireLiterals({2}, "MaxUnpool output_shape")))
+      return failure();
+    out = n.literal(2).toInts();
+    if (out.size() != inferred.size())
+      return n.fail("output_shape must have rank " + Twine(inferred.size()));
+    for (size_t d = 0; d < out.size(); ++d)
+      if (out[d] < inferred[d])
+        return n.fail("output_shape " + formatShape(out) +
+                      " is smaller than the inferred " + formatShape(inferred));
+  }
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Type et = n.elementType(n.dtype(0));
+  int64_t total = numElements(inferred), count = numElements(xs);
+  Value flatX = emitReshape(b, loc, n.value(0), {count});
+  Value flatI = emitReshape(b, loc, n.value(1), {count});
+  Value y = emitFilled(b, loc, {total}, cast<TypedAttr>(b.getZeroAttr(et)));
+  LoopBounds lb = loopBounds(b, loc, {count});
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, lb.lbs, lb.ubs, lb.steps, ValueRange{y},
+      [&](OpBuilder &nb, Location l, ValueRange ivs, ValueRange acc) {
+        Value at = normalizedIndex(
+            nb, l, tensor::ExtractOp::create(nb, l, flatI, ivs), total);
+        Value v = tensor::ExtractOp::create(nb, l, flatX, ivs);
+        return scf::ValueVector{
+            tensor::InsertOp::create(nb, l, v, acc[0], ValueRange{at})};
+      });
+  Value res = emitReshape(b, loc, nest.results[0], inferred);
+  if (out != inferred) {
+    SmallVector<OpFoldResult> lo, hi;
+    for (size_t d = 0; d < out.size(); ++d) {
+      lo.push_back(b.getIndexAttr(0));
+      hi.push_back(b.getIndexAttr(out[d] - inferred[d]));
+    }
+    Value pv =
+        arith::ConstantOp::create(b, loc, cast<TypedAttr>(b.getZeroAttr(et)));
+    res = tensor::PadOp::create(b, loc, RankedTensorType::get(out, et), res, lo,
+                                hi, pv);
+  }
+  n.setOutput(0, res, n.dtype(0));
+  return success();
+}
+
 } // namespace
 
 void registerIndexingLowerings() {
@@ -414,6 +527,8 @@ void registerIndexingLowerings() {
   t["TopK"] = lowerTopK;
   t["Compress"] = lowerCompress;
   t["NonZero"] = lowerNonZero;
+  t["ReverseSequence"] = lowerReverseSequence;
+  t["MaxUnpool"] = lowerMaxUnpool;
 }
 
 } // namespace mcc

@@ -256,4 +256,18 @@ r = (acc + bias[None, :, None, None]) * (np.float32(0.05) * ws / np.float32(0.5)
 exp = np.clip(np.rint(r) + 100, 0, 255).astype(np.uint8)
 assert np.array_equal(y, exp), (np.abs(y.astype(int) - exp).max())
 
+# ReverseSequence on a 3-D tensor, batch-major, with lengths 0 (untouched),
+# full and partial.
+x = np.arange(4 * 5 * 2, dtype=np.float32).reshape(4, 5, 2)
+lens = np.array([0, 5, 3, 1], np.int64)
+y = run([helper.make_node("ReverseSequence", ["X", "L"], ["Y"], batch_axis=0, time_axis=1)],
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [4, 5, 2]),
+         helper.make_tensor_value_info("L", TensorProto.INT64, [4])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        {"X": x, "L": lens}, "reversesequence_3d")["Y"]
+exp = x.copy()
+for i, l_ in enumerate(lens):
+    exp[i, :l_] = x[i, :l_][::-1]
+assert np.array_equal(y, exp), y
+
 print("op edge cases: ok")
