@@ -517,6 +517,67 @@ LogicalResult lowerMaxUnpool(NodeLowering &n) {
   return success();
 }
 
+/// TensorScatter (KV-cache update): update's slices along `axis` are written
+/// to the cache starting at write_indices[batch] (0 without that input),
+/// wrapping in "circular" mode; in "linear" mode a position past the end is
+/// clamped to the last one rather than written out of bounds.
+LogicalResult lowerTensorScatter(NodeLowering &n) {
+  const Shape &cache = n.shape(0), &upd = n.shape(1);
+  int64_t rank = cache.size();
+  int64_t axis = normalizeAxis(n.attrInt("axis", -2), rank);
+  if (axis < 1 || axis >= rank)
+    return n.fail("axis must be a non-batch dimension");
+  if ((int64_t)upd.size() != rank)
+    return n.fail("update must have the rank of past_cache");
+  for (int64_t d = 0; d < rank; ++d)
+    if (d == axis ? upd[d] > cache[d] : upd[d] != cache[d])
+      return n.fail("update " + formatShape(upd) + " does not fit past_cache " +
+                    formatShape(cache));
+  std::string mode = n.attrString("mode", "linear");
+  if (mode != "linear" && mode != "circular")
+    return n.fail("unknown mode '" + mode + "'");
+  bool circular = mode == "circular";
+  if (n.hasInput(2) && n.shape(2) != Shape{cache[0]})
+    return n.fail("write_indices must be 1-D of the batch size");
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Value updates = n.value(1);
+  Value widx = n.hasInput(2) ? n.value(2) : Value();
+  int64_t len = cache[axis];
+  LoopBounds lb = loopBounds(b, loc, upd);
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, lb.lbs, lb.ubs, lb.steps, ValueRange{n.value(0)},
+      [&](OpBuilder &nb, Location l, ValueRange ivs, ValueRange acc) {
+        SmallVector<Value> at(ivs.begin(), ivs.end());
+        Value pos = ivs[axis];
+        if (widx) {
+          Value w = arith::IndexCastOp::create(
+              nb, l, nb.getIndexType(),
+              tensor::ExtractOp::create(nb, l, widx, ValueRange{ivs[0]}));
+          pos = arith::AddIOp::create(nb, l, pos, w);
+        }
+        Value lenV = arith::ConstantIndexOp::create(nb, l, len);
+        Value zero = arith::ConstantIndexOp::create(nb, l, 0);
+        if (circular) {
+          pos = arith::RemSIOp::create(nb, l, pos, lenV);
+          Value neg = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt,
+                                            pos, zero);
+          pos = arith::SelectOp::create(
+              nb, l, neg, arith::AddIOp::create(nb, l, pos, lenV), pos);
+        } else {
+          pos = arith::MinSIOp::create(
+              nb, l, arith::MaxSIOp::create(nb, l, pos, zero),
+              arith::ConstantIndexOp::create(nb, l, len - 1));
+        }
+        at[axis] = pos;
+        Value v = tensor::ExtractOp::create(nb, l, updates, ivs);
+        return scf::ValueVector{
+            tensor::InsertOp::create(nb, l, v, acc[0], at).getResult()};
+      });
+  n.setOutput(0, nest.results[0], n.dtype(0));
+  return success();
+}
+
 } // namespace
 
 void registerIndexingLowerings() {
@@ -529,6 +590,7 @@ void registerIndexingLowerings() {
   t["NonZero"] = lowerNonZero;
   t["ReverseSequence"] = lowerReverseSequence;
   t["MaxUnpool"] = lowerMaxUnpool;
+  t["TensorScatter"] = lowerTensorScatter;
 }
 
 } // namespace mcc
