@@ -257,9 +257,9 @@ LogicalResult lowerDynamicQuantizeLinear(NodeLowering &n) {
   return success();
 }
 
-/// v (uint8/int8/int32) minus its zero point, as int32. A zero point is a
-/// scalar or 1-D; a 1-D one of size `perDimSize` applies along dim
-/// `perDim` of v (rows of A, output channels of W), else along the last.
+/// v (uint8/int8) minus its zero point, as int32. A zero point is a scalar
+/// or 1-D; a 1-D one the size of dim `perDim` of v applies along that dim
+/// (rows of A, output channels of W), else along the last dim.
 FailureOr<Value> minusZeroPoint(NodeLowering &n, size_t vi, size_t zi,
                                 int64_t perDim) {
   OpBuilder &b = n.builder();
@@ -342,7 +342,7 @@ FailureOr<Value> scaleAlong(NodeLowering &n, size_t i, int64_t dim,
   return emitReshape(n.builder(), n.loc(), v, bs);
 }
 
-/// round-half-even(acc * s1 * s2 / sy) + zy saturated to the output type
+/// round-half-even(acc * (s1 * s2 / sy)) + zy saturated to the output type
 /// (the zero point's, else `fallback`). The scale product is formed in the
 /// scales' type, the rest in f64 as the reference's NumPy promotion of
 /// int32 with float does.
@@ -357,35 +357,30 @@ LogicalResult requantize(NodeLowering &n, Value acc, Value s1, Value s2,
   if (!isQuantDType(to))
     return n.fail("output type " + dtypeName(to) + " is not uint8 or int8");
   Shape out = shapeOf(acc);
-  Type st = n.elementType(sd), f64 = b.getF64Type();
-  Value sy = emitReshape(b, loc, n.value(syIdx), {});
-  Shape ms;
-  if (!broadcastShapes({shapeOf(s1), shapeOf(s2)}, ms))
-    return n.fail("scales do not broadcast");
-  Value mult = emitElementwise(
-      b, loc, ValueRange{s1, s2, sy}, st, ms,
-      [](OpBuilder &nb, Location l, ValueRange v) -> Value {
-        return arith::DivFOp::create(
-            nb, l, arith::MulFOp::create(nb, l, v[0], v[1]), v[2]);
-      });
-  SmallVector<Value> ins = {acc, mult};
+  Type f64 = b.getF64Type();
+  // One elementwise op: the scale product is formed per element rather
+  // than as a separate small tensor.
+  SmallVector<Value> ins = {acc, s1, s2,
+                            emitReshape(b, loc, n.value(syIdx), {})};
   if (n.hasInput(zyIdx)) {
     if (numElements(n.shape(zyIdx)) != 1)
       return n.fail("output zero point must be a scalar");
     ins.push_back(emitReshape(b, loc, n.value(zyIdx), {}));
   }
-  Value r =
-      emitElementwise(b, loc, ins, b.getI8Type(), out,
-                      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
-                        Value v = arith::SIToFPOp::create(nb, l, f64, a[0]);
-                        Value m = emitScalarCast(nb, l, a[1], sd, kDouble, f64);
-                        v = math::RoundEvenOp::create(
-                            nb, l, arith::MulFOp::create(nb, l, v, m));
-                        Value zp;
-                        if (a.size() > 2)
-                          zp = emitScalarCast(nb, l, a[2], to, kDouble, f64);
-                        return saturateToQuant(nb, l, v, zp, to);
-                      });
+  Value r = emitElementwise(
+      b, loc, ins, b.getI8Type(), out,
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+        Value m = arith::DivFOp::create(
+            nb, l, arith::MulFOp::create(nb, l, a[1], a[2]), a[3]);
+        m = emitScalarCast(nb, l, m, sd, kDouble, f64);
+        Value v = arith::SIToFPOp::create(nb, l, f64, a[0]);
+        v = math::RoundEvenOp::create(nb, l,
+                                      arith::MulFOp::create(nb, l, v, m));
+        Value zp;
+        if (a.size() > 4)
+          zp = emitScalarCast(nb, l, a[4], to, kDouble, f64);
+        return saturateToQuant(nb, l, v, zp, to);
+      });
   n.setOutput(0, r, to);
   return success();
 }
