@@ -94,6 +94,14 @@ FailureOr<Value> matmul(NodeLowering &n, Value a, Value bm) {
   return emitReshape(b, loc, r, out);
 }
 
+} // namespace
+
+FailureOr<Value> emitOnnxMatMul(NodeLowering &n, Value a, Value bm) {
+  return matmul(n, a, bm);
+}
+
+namespace {
+
 LogicalResult lowerMatMul(NodeLowering &n) {
   auto r = matmul(n, n.value(0), n.value(1));
   if (failed(r))
@@ -336,15 +344,11 @@ Value emitChannelBias(OpBuilder &b, Location loc, Value y, Value bias) {
                          });
 }
 
-namespace {
-
-LogicalResult lowerConv(NodeLowering &n) {
-  Shape xs = n.shape(0), ws = n.shape(1);
+FailureOr<Value> emitOnnxConv(NodeLowering &n, Value x, Value w) {
+  Shape xs = shapeOf(x), ws = shapeOf(w);
   if (xs.size() < 3 || xs.size() > 5)
     return n.fail("only 1-D, 2-D and 3-D convolutions are supported (input " +
                   formatShape(xs) + ")");
-  if (!isFloatDType(n.dtype(0)))
-    return n.fail("only floating-point convolutions are supported");
   OpBuilder &b = n.builder();
   Location loc = n.loc();
   std::vector<int64_t> kernel = n.attrInts("kernel_shape");
@@ -357,14 +361,23 @@ LogicalResult lowerConv(NodeLowering &n) {
   int64_t C = xs[1], M = ws[0];
   int64_t group = n.attrInt("group", 1);
   if (group < 1 || C % group || M % group || ws[1] * group != C)
-    return n.fail("channels " + Twine(C) + " and weight " +
-                  formatShape(n.shape(1)) + " do not fit group " +
-                  Twine(group));
-  Value x = padSpatial(b, loc, n.value(0), g, 0.0);
-  Value r =
-      emitConvolution(b, loc, x, n.value(1), group, g.strides, g.dilations);
+    return n.fail("channels " + Twine(C) + " and weight " + formatShape(ws) +
+                  " do not fit group " + Twine(group));
+  x = padSpatial(b, loc, x, g, 0.0);
+  return emitConvolution(b, loc, x, w, group, g.strides, g.dilations);
+}
+
+namespace {
+
+LogicalResult lowerConv(NodeLowering &n) {
+  if (!isFloatDType(n.dtype(0)))
+    return n.fail("only floating-point convolutions are supported");
+  auto conv = emitOnnxConv(n, n.value(0), n.value(1));
+  if (failed(conv))
+    return failure();
+  Value r = *conv;
   if (n.hasInput(2))
-    r = emitChannelBias(b, loc, r, n.value(2));
+    r = emitChannelBias(n.builder(), n.loc(), r, n.value(2));
   n.setOutput(0, r, n.dtype(0));
   return success();
 }

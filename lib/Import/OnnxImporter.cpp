@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
@@ -32,7 +33,7 @@ namespace mcc {
 
 void registerImportDialects(DialectRegistry &registry) {
   registry.insert<arith::ArithDialect, func::FuncDialect, linalg::LinalgDialect,
-                  math::MathDialect, tensor::TensorDialect>();
+                  math::MathDialect, scf::SCFDialect, tensor::TensorDialect>();
 }
 
 std::map<std::string, LowerFn> &opLowerings() {
@@ -736,6 +737,10 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
                                                ValueRange(results).getTypes()));
   func->setAttr("mcc.num_inputs",
                 builder.getI64IntegerAttr(result.inputs.size()));
+  // Inputs belong to the caller and weights may be mapped read-only: ops
+  // that update a tensor in place (scatters) must bufferize into a copy.
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    func.setArgAttr(i, "bufferization.writable", builder.getBoolAttr(false));
   if (failed(verify(*result.module)))
     return failure();
   return std::move(result);

@@ -171,6 +171,15 @@ mlir::Value emitConvolution(mlir::OpBuilder &b, mlir::Location loc,
 /// y[n, c, ...] + bias[c].
 mlir::Value emitChannelBias(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::Value y, mlir::Value bias);
+/// ONNX MatMul (NumPy broadcasting of batch dims) of two tensors of one
+/// element type; integer types accumulate in that type.
+mlir::FailureOr<mlir::Value> emitOnnxMatMul(NodeLowering &n, mlir::Value a,
+                                            mlir::Value b);
+/// ONNX Conv without bias of x [N, C, spatial...] and w [M, C/group, k...]
+/// (1-D to 3-D), geometry from the node's attributes; zero padding; the
+/// element type of x (integers accumulate in it).
+mlir::FailureOr<mlir::Value> emitOnnxConv(NodeLowering &n, mlir::Value x,
+                                          mlir::Value w);
 
 } // namespace mcc
 
