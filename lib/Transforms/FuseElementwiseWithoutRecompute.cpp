@@ -17,15 +17,61 @@ using namespace mlir;
 
 namespace {
 
+/// Iterations of a linalg op with static ranges (0 if any is dynamic).
+int64_t iterationCount(linalg::LinalgOp op) {
+  int64_t n = 1;
+  for (int64_t r : op.getStaticLoopRanges()) {
+    if (ShapedType::isDynamic(r))
+      return 0;
+    n *= r;
+  }
+  return n;
+}
+
+/// An elementwise producer of at most four scalar ops.
+bool isCheapElementwise(linalg::GenericOp producer) {
+  if (producer.getNumReductionLoops() != 0 || producer.getNumDpsInits() != 1)
+    return false;
+  int64_t ops = 0;
+  for (Operation &op : producer.getRegion().front().without_terminator()) {
+    if (op.getNumRegions() != 0 || isa<linalg::IndexOp>(op))
+      return false;
+    ++ops;
+  }
+  return ops <= 4;
+}
+
+/// A producer worth recomputing wherever a consumer reads it: a cheap
+/// elementwise op either over a space at least 64 times smaller than the
+/// consumer's (a row's mean divided by its length, a variance's rsqrt, read
+/// once per row element), or read element for element by each of several
+/// consumers (a bias + residual add feeding layer norm's two reductions
+/// and its normalization; softmax's exp feeding its sum and its division).
+/// Recomputing costs a few ops per consumer element and saves a loop nest
+/// (a kernel launch on the GPU) and a round trip through memory.
+bool isRecomputable(linalg::GenericOp producer, linalg::LinalgOp consumer,
+                    OpOperand *operand) {
+  if (!isCheapElementwise(producer))
+    return false;
+  if (consumer.getMatchingIndexingMap(operand).isPermutation())
+    return true;
+  int64_t small = iterationCount(producer), large = iterationCount(consumer);
+  return small > 0 && large >= 64 * small;
+}
+
 /// True if fusing the producer of `operand` into its consumer evaluates
-/// each producer element exactly once: the consumer reads the operand
-/// through a permutation of all of its loops.
+/// each producer element exactly once (the consumer reads the operand
+/// through a permutation of all of its loops), or recomputes only cheap
+/// elementwise values.
 bool fusesWithoutRecompute(OpOperand *operand) {
   Operation *producer = operand->get().getDefiningOp();
-  if (!producer || !producer->hasOneUse())
-    return false;
   auto consumer = dyn_cast<linalg::LinalgOp>(operand->getOwner());
-  if (!consumer)
+  if (!producer || !consumer)
+    return false;
+  if (auto generic = dyn_cast<linalg::GenericOp>(producer);
+      generic && isRecomputable(generic, consumer, operand))
+    return true;
+  if (!producer->hasOneUse())
     return false;
   return consumer.getMatchingIndexingMap(operand).isPermutation();
 }

@@ -90,3 +90,87 @@ func.func @transpose_fuses(%a: tensor<4x8xf32>, %bias: tensor<8xf32>) -> tensor<
   } -> tensor<8x4xf32>
   return %r : tensor<8x4xf32>
 }
+
+// A cheap op over a much smaller space (a row sum divided by the row
+// length) is recomputed inside each consumer that reads it broadcast: no
+// loop nest of its own, even with two consumers.
+// CHECK-LABEL: func.func @cheap_broadcast
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%arg0, %[[SUM]] :
+// CHECK: arith.divf
+// CHECK: arith.subf
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]{{.*}} ins(%arg0, %[[SUM]] :
+// CHECK: arith.divf
+// CHECK: arith.subf
+// CHECK-NOT: linalg.generic
+func.func @cheap_broadcast(%x: tensor<4x768xf32>) -> (tensor<4xf32>, tensor<4x768xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 768.0 : f32
+  %e4 = tensor.empty() : tensor<4xf32>
+  %z4 = linalg.fill ins(%zero : f32) outs(%e4 : tensor<4xf32>) -> tensor<4xf32>
+  %sum = linalg.generic {indexing_maps = [#id2, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x768xf32>) outs(%z4 : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %mean = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%sum : tensor<4xf32>) outs(%e4 : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.divf %a, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %var = linalg.generic {indexing_maps = [#id2, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %mean : tensor<4x768xf32>, tensor<4xf32>) outs(%z4 : tensor<4xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    %s = arith.mulf %d, %d : f32
+    %r = arith.addf %o, %s : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %e = tensor.empty() : tensor<4x768xf32>
+  %y = linalg.generic {indexing_maps = [#id2, affine_map<(d0, d1) -> (d0)>, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %mean : tensor<4x768xf32>, tensor<4xf32>) outs(%e : tensor<4x768xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    linalg.yield %d : f32
+  } -> tensor<4x768xf32>
+  return %var, %y : tensor<4xf32>, tensor<4x768xf32>
+}
+
+// A cheap elementwise producer read element for element by several
+// consumers (a residual add feeding a row sum and a normalization) is
+// recomputed in each: it disappears as a loop nest of its own.
+// CHECK-LABEL: func.func @cheap_multi_use
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "reduction"]{{.*}} ins(%arg0, %arg1 :
+// CHECK: arith.addf
+// CHECK: arith.addf
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel"]{{.*}} ins(%arg0, %arg1, %{{.*}} :
+// CHECK: arith.addf
+// CHECK: arith.subf
+// CHECK-NOT: linalg.generic
+func.func @cheap_multi_use(%x: tensor<4x768xf32>, %res: tensor<4x768xf32>) -> tensor<4x768xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x768xf32>
+  %sum = linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %res : tensor<4x768xf32>, tensor<4x768xf32>) outs(%e : tensor<4x768xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %r = arith.addf %a, %b : f32
+    linalg.yield %r : f32
+  } -> tensor<4x768xf32>
+  %e4 = tensor.empty() : tensor<4xf32>
+  %z4 = linalg.fill ins(%zero : f32) outs(%e4 : tensor<4xf32>) -> tensor<4xf32>
+  %rows = linalg.generic {indexing_maps = [#id2, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%sum : tensor<4x768xf32>) outs(%z4 : tensor<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  %y = linalg.generic {indexing_maps = [#id2, affine_map<(d0, d1) -> (d0)>, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%sum, %rows : tensor<4x768xf32>, tensor<4xf32>) outs(%e : tensor<4x768xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    linalg.yield %d : f32
+  } -> tensor<4x768xf32>
+  return %y : tensor<4x768xf32>
+}
