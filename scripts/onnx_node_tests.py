@@ -299,7 +299,7 @@ def compile_model(args, model_path, so, graph_inputs, ddir, frozen, res):
     its value in `ddir` with --const-input and tries again. Returns True when
     the .so is written, else records the failure in `res`."""
     while True:
-        cmd = [args.mcc, "compile", model_path, "-o", so, "--target", "cpu"]
+        cmd = [args.mcc, "compile", model_path, "-o", so, "--target", args.target]
         for name in frozen:
             cmd += ["--const-input", "%s=%s" % (
                 name, os.path.join(ddir, "input_%d.pb" % graph_inputs.index(name)))]
@@ -329,6 +329,29 @@ def compile_model(args, model_path, so, graph_inputs, ddir, frozen, res):
                 "; " + line if r.stderr.strip() else "")
         res.update(status="compile-fail", cause=cause, detail=line[:500])
         return False
+
+
+def bundle_dir(args, t):
+    return os.path.join(args.bundle, re.sub(r"[^A-Za-z0-9_.-]", "_", t["id"]))
+
+
+def bundle_data_set(args, t, so, ddir, ds, graph_inputs, frozen, out_names, res):
+    """--bundle: keeps the .so (compiled for one data set's frozen values),
+    that data set's inputs and its expected outputs, by name, to be run on
+    another machine by scripts/run_node_bundle.py."""
+    bdir = bundle_dir(args, t)
+    os.makedirs(bdir, exist_ok=True)
+    so_name = "model.so" if not frozen else "model-%s.so" % ds
+    shutil.copyfile(so, os.path.join(bdir, so_name))
+    inputs = {n: load_pb(os.path.join(ddir, "input_%d.pb" % k))
+              for k, n in enumerate(graph_inputs) if n not in frozen}
+    expected, i = {}, 0
+    while os.path.isfile(os.path.join(ddir, "output_%d.pb" % i)) and i < len(out_names):
+        expected[out_names[i]] = load_pb(os.path.join(ddir, "output_%d.pb" % i))
+        i += 1
+    np.savez_compressed(os.path.join(bdir, ds + "-inputs.npz"), **inputs)
+    np.savez_compressed(os.path.join(bdir, ds + "-expected.npz"), **expected)
+    res.setdefault("data_sets", []).append({"name": ds, "so": so_name})
 
 
 def run_test(t, args, workdir):
@@ -389,6 +412,9 @@ def _run_test(t, args, workdir, res):
                 if not compile_model(args, model_path, so, graph_inputs, ddir, frozen, res):
                     return
                 compiled_for = ds
+            if args.bundle:
+                bundle_data_set(args, t, so, ddir, ds, graph_inputs, frozen, out_names, res)
+                continue
             out_npz = os.path.join(tdir, ds + ".npz")
             run_input = ddir
             if frozen:  # the .so takes the other inputs only, by name
@@ -441,9 +467,12 @@ def _run_test(t, args, workdir, res):
             if i == 0:
                 res.update(status="skipped", cause="no expected outputs")
                 return
-        res.update(status="pass")
+        res.update(status="compiled" if args.bundle else "pass")
         if frozen:
             res["frozen"] = frozen
+        if args.bundle:
+            res["outputs"] = out_names
+            res["out_types"] = out_types
     finally:
         if not args.keep:
             shutil.rmtree(tdir, ignore_errors=True)
@@ -453,13 +482,13 @@ def _run_test(t, args, workdir, res):
 # Reporting
 # --------------------------------------------------------------------------
 
-STATUS_ORDER = ["pass", "compile-fail", "run-fail", "mismatch", "timeout", "skipped"]
+STATUS_ORDER = ["pass", "compiled", "compile-fail", "run-fail", "mismatch", "timeout", "skipped"]
 
 
 def summarize(results):
     counts = collections.Counter(r["status"] for r in results)
     considered = [r for r in results if r["status"] != "skipped"]
-    passed = counts["pass"]
+    passed = counts["pass"] + counts["compiled"]
     total = len(considered)
     pct = 100.0 * passed / total if total else 0.0
     return counts, passed, total, pct
@@ -468,7 +497,7 @@ def summarize(results):
 def failure_groups(results):
     groups = collections.defaultdict(list)
     for r in results:
-        if r["status"] in ("pass", "skipped"):
+        if r["status"] in ("pass", "compiled", "skipped"):
             continue
         groups[(r["status"], r.get("cause", "?"))].append(r)
     return sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
@@ -496,7 +525,9 @@ def write_markdown(path, results, args, suites_info, elapsed, command):
         L.append("- Suite: `%s` (%d test folders)" % (s, n))
     if args.filter:
         L.append("- Filter: `%s`" % args.filter)
-    L.append("- Target: `cpu`; runtime %.0f s with %d jobs" % (elapsed, args.jobs))
+    L.append("- Target: `%s`%s; runtime %.0f s with %d jobs" % (
+        args.target, " (compile only: 'compiled' counts as a pass)" if args.bundle else "",
+        elapsed, args.jobs))
     L.append("- Comparison: shapes and dtypes must match; floating outputs must have identical NaN "
              "positions and satisfy `np.allclose(got, expected, rtol=%g, atol=%g)`; integer, "
              "bool and string outputs must match exactly. Every `test_data_set_*` must pass."
@@ -630,8 +661,14 @@ def main():
                     help="never retry a compile with --const-input for inputs whose value it needs")
     ap.add_argument("--rtol", type=float, default=DEFAULT_RTOL)
     ap.add_argument("--atol", type=float, default=DEFAULT_ATOL)
+    ap.add_argument("--target", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--bundle", help="compile only: write each compiled test's .so, inputs and "
+                    "expected outputs under this folder (with manifest.json), to run on another "
+                    "machine with scripts/run_node_bundle.py; status 'compiled' counts as a pass")
     ap.add_argument("-q", "--quiet", action="store_true")
     args = ap.parse_args()
+    if args.bundle:
+        os.makedirs(args.bundle, exist_ok=True)
 
     suites = args.suite or [DEFAULT_SUITE]
     for s in suites:
@@ -685,6 +722,12 @@ def main():
                        "summary": {"pass": passed, "considered": total, "percent": round(pct, 2),
                                    "counts": dict(counts)},
                        "results": results}, f, indent=1)
+    if args.bundle:
+        with open(os.path.join(args.bundle, "manifest.json"), "w") as f:
+            json.dump({"command": command, "target": args.target, "rtol": args.rtol,
+                       "atol": args.atol,
+                       "tests": [dict(r, dir=os.path.basename(bundle_dir(args, r)))
+                                 for r in results if r["status"] == "compiled"]}, f, indent=1)
     if args.markdown:
         write_markdown(args.markdown, results, args, suites_info, elapsed, command)
     if args.min_pass is not None and passed < args.min_pass:

@@ -69,7 +69,9 @@ const StageText kCudaStages[] = {
      "convert-linalg-to-parallel-loops,"
      "canonicalize,func.func(mcc-gpu-device-memory),func.func(mcc-gpu-"
      "distribute),convert-parallel-loops-to-gpu,canonicalize,"
-     "gpu-kernel-outlining,mcc-gpu-gather-kernels,func.func(gpu-async-region),"
+     "convert-math-to-funcs{convert-ctlz=false},"
+     "gpu-kernel-outlining,mcc-gpu-gather-kernels,mcc-gpu-libdevice-calls,"
+     "func.func(gpu-async-region),"
      "canonicalize,cse"},
 };
 } // namespace

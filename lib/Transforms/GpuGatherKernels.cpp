@@ -15,6 +15,8 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <set>
 
@@ -59,6 +61,24 @@ struct GpuGatherKernelsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+    // Host code must not touch device memory: a loop nest the GPU mapping
+    // left behind would read device pointers on the CPU (a crash at run
+    // time), so it is an error here.
+    WalkResult hostAccess = module.walk([&](Operation *op) {
+      if (op->getParentOfType<gpu::GPUModuleOp>() ||
+          op->getParentOfType<gpu::LaunchOp>())
+        return WalkResult::advance();
+      if (isa<scf::ParallelOp, memref::LoadOp, memref::StoreOp>(op)) {
+        op->emitError("mcc-gpu-gather-kernels: '")
+            << op->getName()
+            << "' left in host code of a cuda model (it would read device "
+               "memory on the CPU); this is an mcc bug";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (hostAccess.wasInterrupted())
+      return signalPassFailure();
     SymbolTable symbols(module);
     // Resolve every launch before renaming anything.
     SmallVector<std::pair<gpu::LaunchFuncOp, gpu::GPUFuncOp>> launches;

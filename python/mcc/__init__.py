@@ -351,7 +351,7 @@ class Model:
             any_torch |= was_torch
             if not arr.dtype.isnative:
                 arr = arr.astype(arr.dtype.newbyteorder("="))  # same values, native order
-            arr = np.ascontiguousarray(arr)  # keeps the dtype
+            arr = np.require(arr, requirements="C")  # keeps the dtype and a 0-d shape
             code = _ONNX_CODES.get(arr.dtype)
             if code is None:
                 raise MccError(f"input {i} ('{name}'): dtype {arr.dtype} given, the model expects "

@@ -45,3 +45,71 @@ func.func @scalar(%a: memref<16xf32>, %r: memref<f32>) {
   }
   return
 }
+
+// A loop that yields its sum runs in one kernel with the ops that use the
+// sum; the allocation and constant between them stay on the host.
+// CHECK-LABEL: func.func @yielded
+// CHECK-DAG: memref.alloc() : memref<f32>
+// CHECK-DAG: arith.constant 2.0
+// CHECK: scf.parallel
+// CHECK:   scf.parallel
+// CHECK:     %[[SUM:.*]] = scf.for {{.*}} iter_args
+// CHECK:     %[[TWICE:.*]] = arith.mulf %[[SUM]]
+// CHECK:     memref.store %[[TWICE]]
+// LAUNCH-LABEL: func.func @yielded
+// LAUNCH: memref.alloc
+// LAUNCH: gpu.launch
+// LAUNCH:   scf.for
+// LAUNCH:   arith.mulf
+func.func @yielded(%a: memref<16xf32>) -> memref<f32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0.0 : f32
+  %sum = scf.for %i = %c0 to %c16 step %c1 iter_args(%acc = %zero) -> f32 {
+    %x = memref.load %a[%i] : memref<16xf32>
+    %t = arith.addf %acc, %x : f32
+    scf.yield %t : f32
+  }
+  %r = memref.alloc() : memref<f32>
+  %two = arith.constant 2.0 : f32
+  %twice = arith.mulf %sum, %two : f32
+  memref.store %twice, %r[] : memref<f32>
+  return %r : memref<f32>
+}
+
+// A middle-axis reduction: the parallel loop under the scf.for becomes
+// scf.for too (convert-parallel-loops-to-gpu would leave the whole nest on
+// the host otherwise).
+// CHECK-LABEL: func.func @middle_axis
+// CHECK: scf.for
+// CHECK-NEXT: scf.for
+// CHECK-NOT: scf.parallel
+// CHECK: return
+// LAUNCH-LABEL: func.func @middle_axis
+// LAUNCH-NOT: memref.load
+// LAUNCH: gpu.launch
+// LAUNCH: memref.load
+// LAUNCH: gpu.terminator
+// LAUNCH-NOT: memref.load
+// LAUNCH: return
+func.func @middle_axis(%a: memref<3x4x5xf32>, %r: memref<3x5xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : index
+  scf.parallel (%i) = (%c0) to (%c3) step (%c1) {
+    scf.for %k = %c0 to %c4 step %c1 {
+      scf.parallel (%j) = (%c0) to (%c5) step (%c1) {
+        %x = memref.load %a[%i, %k, %j] : memref<3x4x5xf32>
+        %s = memref.load %r[%i, %j] : memref<3x5xf32>
+        %t = arith.addf %s, %x : f32
+        memref.store %t, %r[%i, %j] : memref<3x5xf32>
+        scf.reduce
+      }
+    }
+    scf.reduce
+  }
+  return
+}

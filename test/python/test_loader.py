@@ -206,6 +206,28 @@ class LoaderTest(unittest.TestCase):
         np.testing.assert_array_equal(out["XB"].view(np.uint16), [0x3F80, 0x4049])
         np.testing.assert_array_equal(out["Y"], out["XB"].astype(np.float32))
 
+    def test_scalar_input(self):
+        # A 0-d input stays 0-d (np.ascontiguousarray would make it [1]).
+        import onnx
+        from onnx import TensorProto as T, helper
+        path = os.path.join(TMP, "scalar.onnx")
+        onnx.save(helper.make_model(helper.make_graph(
+            [helper.make_node("Mul", ["X", "S"], ["Y"])], "scalar",
+            [helper.make_tensor_value_info("X", T.FLOAT, [3]),
+             helper.make_tensor_value_info("S", T.FLOAT, [])],
+            [helper.make_tensor_value_info("Y", T.FLOAT, [3])]),
+            opset_imports=[helper.make_opsetid("", 17)]), path)
+        so = path + ".so"
+        subprocess.run([ARGS.mcc, "compile", path, "-o", so], check=True)
+        m = mcc.load(so, runtime=ARGS.runtime)
+        self.addCleanup(m.close)
+        self.assertEqual(m.inputs[1].shape, ())
+        x = np.array([1, 2, 3], np.float32)
+        out = m(X=x, S=np.array(2.5, np.float32))
+        np.testing.assert_array_equal(out["Y"], x * 2.5)
+        out = m(X=x, S=np.float32(-1))  # a numpy scalar is 0-d too
+        np.testing.assert_array_equal(out["Y"], -x)
+
     @unittest.skipIf(torch is None, "torch is not importable")
     def test_torch(self):
         feeds, ref = data("bert-ts")

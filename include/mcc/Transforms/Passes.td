@@ -191,6 +191,17 @@ def ApproximateMath : Pass<"mcc-approximate-math", "mlir::func::FuncOp"> {
                            "mlir::vector::VectorDialect"];
 }
 
+def GpuLibdeviceCalls : Pass<"mcc-gpu-libdevice-calls", "mlir::ModuleOp"> {
+  let summary = "Float remainders in kernels call libdevice's fmod";
+  let description = [{
+    The NVVM pipeline lowers arith to LLVM before its GPU-specific patterns
+    run, so arith.remf would reach the NVPTX backend as llvm.frem, which it
+    cannot select. Each arith.remf inside a gpu.module becomes a call to
+    __nv_fmodf (f32, and f16/bf16 widened to f32) or __nv_fmod (f64).
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect", "mlir::arith::ArithDialect"];
+}
+
 def GpuGatherKernels : Pass<"mcc-gpu-gather-kernels", "mlir::ModuleOp"> {
   let summary = "All kernels in one gpu.module, named for profiles";
   let description = [{
