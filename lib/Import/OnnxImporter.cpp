@@ -54,6 +54,7 @@ static void ensureRegistered() {
     registerSignalLowerings();
     registerIndexingLowerings();
     registerQuantizeLowerings();
+    registerAttentionLowerings();
     return true;
   }();
   (void)done;
