@@ -330,8 +330,17 @@ LogicalResult lowerAttention(NodeLowering &n) {
         return (Value)math::ExpOp::create(
             nb, l, arith::SubFOp::create(nb, l, a[0], m));
       });
-  Value s =
-      emitReduction(b, loc, e, {3}, true, b.getFloatAttr(smType, 0.0), addF);
+  // The sum of float16 terms accumulates in float32, rounded once; bfloat16
+  // accumulates in bfloat16 (both as in the reference's NumPy).
+  Type sumType = smDtype == kFloat16 ? (Type)b.getF32Type() : smType;
+  Value s = castTensor(
+      b, loc,
+      emitReduction(b, loc, e, {3}, true, b.getFloatAttr(sumType, 0.0), addF,
+                    [&](OpBuilder &nb, Location l, ValueRange a) {
+                      return emitScalarCast(nb, l, a[0], smDtype,
+                                            dtypeOf(sumType), sumType);
+                    }),
+      smType);
   SmallVector<Value> probIns = {e, s};
   if (bias)
     probIns.push_back(emitReduction(b, loc, bias, {3}, true,
