@@ -1,4 +1,4 @@
-//===- AttentionOps.cpp - ONNX Attention and RotaryEmbedding --------------===//
+//===- AttentionOps.cpp - Attention, RotaryEmbedding, CausalConvWithState -===//
 //
 // Attention is emitted as the ordinary pieces it is made of (scaling
 // elementwise ops, two MatMuls, a bias generic and a softmax of reductions
@@ -513,12 +513,133 @@ LogicalResult lowerRotaryEmbedding(NodeLowering &n) {
   return success();
 }
 
+/// CausalConvWithState (opset 27): depthwise causal 1-D convolution of
+/// [B, C, T] with [C, 1, k] over the input prefixed by past_state (zeros
+/// when absent), optional bias and SiLU; present_state is the last k - 1
+/// steps of that prefixed sequence. float16/bfloat16 accumulate in float32.
+LogicalResult lowerCausalConvWithState(NodeLowering &n) {
+  int32_t dt = n.dtype(0);
+  if (!isFloatDType(dt) || n.dtype(1) != dt)
+    return n.fail("input and weight must share a float type");
+  const Shape &in = n.shape(0), &ws = n.shape(1);
+  if (in.size() != 3 || ws.size() != 3 || ws[0] != in[1] || ws[1] != 1)
+    return n.fail("input must be [B, C, T] and weight [C, 1, k]");
+  std::string act = n.attrString("activation", "none");
+  if (act != "none" && act != "silu" && act != "swish")
+    return n.fail("activation must be none, silu or swish");
+  int64_t batch = in[0], chans = in[1], len = in[2], k = ws[2];
+  if (k < 1)
+    return n.fail("kernel size must be positive");
+  Shape stateShape = {batch, chans, k - 1};
+  bool hasBias = n.hasInput(2), hasPast = n.hasInput(3);
+  if (hasBias && n.shape(2) != Shape{chans})
+    return n.fail("bias must have one value per channel");
+  if (hasPast && n.shape(3) != stateShape)
+    return n.fail("past_state must be " + formatShape(stateShape));
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Type et = n.elementType(dt);
+  Type acc = (dt == kFloat16 || dt == kBFloat16) ? b.getF32Type() : et;
+  int32_t accDt = dtypeOf(acc);
+
+  // padded = Concat(past_state or zeros, input) along time.
+  Shape paddedShape = {batch, chans, k - 1 + len};
+  Value padded;
+  if (hasPast && k > 1) {
+    padded = tensor::EmptyOp::create(b, loc, paddedShape, et);
+    SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+    auto insert = [&](Value x, int64_t at) {
+      SmallVector<OpFoldResult> offs(3, b.getIndexAttr(0)), sizes;
+      offs[2] = b.getIndexAttr(at);
+      for (int64_t d : shapeOf(x))
+        sizes.push_back(b.getIndexAttr(d));
+      padded = tensor::InsertSliceOp::create(b, loc, x, padded, offs, sizes,
+                                             strides);
+    };
+    insert(n.value(3), 0);
+    insert(n.value(0), k - 1);
+  } else {
+    SmallVector<OpFoldResult> lo(3, b.getIndexAttr(0)), hi = lo;
+    lo[2] = b.getIndexAttr(k - 1);
+    padded = tensor::PadOp::create(
+        b, loc, RankedTensorType::get(paddedShape, et), n.value(0), lo, hi,
+        scalarConstant(b, loc, et, 0.0));
+  }
+
+  // out[b, c, t] = sum_j padded[b, c, t + j] * w[c, j]: loops (b, c, t, j).
+  MLIRContext *ctx = b.getContext();
+  AffineExpr d0 = getAffineDimExpr(0, ctx), d1 = getAffineDimExpr(1, ctx),
+             d2 = getAffineDimExpr(2, ctx), d3 = getAffineDimExpr(3, ctx);
+  SmallVector<AffineMap> maps = {AffineMap::get(4, 0, {d0, d1, d2 + d3}, ctx),
+                                 AffineMap::get(4, 0, {d1, d3}, ctx),
+                                 AffineMap::get(4, 0, {d0, d1, d2}, ctx)};
+  SmallVector<utils::IteratorType> iters(3, utils::IteratorType::parallel);
+  iters.push_back(utils::IteratorType::reduction);
+  Value w = emitReshape(b, loc, n.value(1), {chans, k});
+  Value init = emitFilled(b, loc, in, b.getFloatAttr(acc, 0.0));
+  Value sum = linalg::GenericOp::create(
+                  b, loc, TypeRange{init.getType()}, ValueRange{padded, w},
+                  ValueRange{init}, maps, iters,
+                  [&](OpBuilder &nb, Location l, ValueRange a) {
+                    Value x = emitScalarCast(nb, l, a[0], dt, accDt, acc);
+                    Value wv = emitScalarCast(nb, l, a[1], dt, accDt, acc);
+                    linalg::YieldOp::create(
+                        nb, l,
+                        (Value)arith::AddFOp::create(
+                            nb, l, a[2], arith::MulFOp::create(nb, l, x, wv)));
+                  })
+                  .getResult(0);
+  SmallVector<Value> ins = {sum};
+  if (hasBias)
+    ins.push_back(emitReshape(b, loc, n.value(2), {chans, 1}));
+  bool silu = act != "none";
+  Value y = emitElementwise(
+      b, loc, ins, et, in, [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value r = a[0];
+        if (hasBias)
+          r = arith::AddFOp::create(
+              nb, l, r, emitScalarCast(nb, l, a[1], dt, accDt, acc));
+        r = emitScalarCast(nb, l, r, accDt, dt, et);
+        if (!silu)
+          return r;
+        // SiLU of the rounded result, in float32 for narrower types.
+        Type f = acc;
+        Value x = emitScalarCast(nb, l, r, dt, accDt, f);
+        Value one = scalarConstant(nb, l, f, 1.0);
+        Value sig = arith::DivFOp::create(
+            nb, l, one,
+            arith::AddFOp::create(
+                nb, l, one,
+                math::ExpOp::create(nb, l, arith::NegFOp::create(nb, l, x))));
+        return emitScalarCast(nb, l, arith::MulFOp::create(nb, l, x, sig),
+                              accDt, dt, et);
+      });
+  n.setOutput(0, y, dt);
+  if (n.hasOutput(1)) {
+    SmallVector<OpFoldResult> offs(3, b.getIndexAttr(0)), sizes,
+        strides(3, b.getIndexAttr(1));
+    offs[2] = b.getIndexAttr(len);
+    for (int64_t d : stateShape)
+      sizes.push_back(b.getIndexAttr(d));
+    if (k == 1)
+      n.setOutput(1, Literal(dt, stateShape));
+    else
+      n.setOutput(1,
+                  tensor::ExtractSliceOp::create(
+                      b, loc, RankedTensorType::get(stateShape, et), padded,
+                      offs, sizes, strides),
+                  dt);
+  }
+  return success();
+}
+
 } // namespace
 
 void registerAttentionLowerings() {
   auto &t = opLowerings();
   t["Attention"] = lowerAttention;
   t["RotaryEmbedding"] = lowerRotaryEmbedding;
+  t["CausalConvWithState"] = lowerCausalConvWithState;
 }
 
 } // namespace mcc
