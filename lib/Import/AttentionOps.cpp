@@ -633,6 +633,156 @@ LogicalResult lowerCausalConvWithState(NodeLowering &n) {
   return success();
 }
 
+/// LinearAttention (opset 27): the recurrent state S [B, kv_heads, dk, dv]
+/// is, per step t, decayed by exp(decay) (gated rules), corrected by
+/// beta * (v - S^T k) (delta rules), grown by k v^T, and read by q (grouped
+/// heads through a view); all in float32. Unrolled over the static
+/// sequence, as RNN/GRU/LSTM are.
+LogicalResult lowerLinearAttention(NodeLowering &n) {
+  int32_t dt = n.dtype(0);
+  if (!isFloatDType(dt) || n.dtype(1) != dt || n.dtype(2) != dt)
+    return n.fail("query, key and value must share a float type");
+  std::string rule = n.attrString("update_rule", "gated_delta");
+  if (rule != "linear" && rule != "gated" && rule != "delta" &&
+      rule != "gated_delta")
+    return n.fail("unknown update_rule '" + rule + "'");
+  bool gating = rule == "gated" || rule == "gated_delta";
+  bool delta = rule == "delta" || rule == "gated_delta";
+  if (gating != n.hasInput(4))
+    return n.fail("decay must be given exactly for the gated rules");
+  if (delta != n.hasInput(5))
+    return n.fail("beta must be given exactly for the delta rules");
+  int64_t hq = n.attrInt("q_num_heads", 0), hkv = n.attrInt("kv_num_heads", 0);
+  if (hq <= 0 || hkv <= 0 || hq % hkv)
+    return n.fail("q_num_heads must be a positive multiple of kv_num_heads");
+  const Shape &qs = n.shape(0), &ks = n.shape(1), &vs = n.shape(2);
+  if (qs.size() != 3 || ks.size() != 3 || vs.size() != 3)
+    return n.fail("query, key and value must be [B, T, heads * size]");
+  int64_t batch = qs[0], len = qs[1];
+  if (qs[2] % hq || vs[2] % hkv)
+    return n.fail("hidden sizes are not multiples of the head counts");
+  int64_t dk = qs[2] / hq, dv = vs[2] / hkv, group = hq / hkv;
+  if (ks != Shape{batch, len, hkv * dk} || vs[0] != batch || vs[1] != len)
+    return n.fail("key and value do not fit query");
+  Shape stateShape = {batch, hkv, dk, dv};
+  int32_t stateDt = dt;
+  if (n.hasInput(3)) {
+    if (n.shape(3) != stateShape)
+      return n.fail("past_state must be " + formatShape(stateShape));
+    stateDt = n.dtype(3);
+  }
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Type f32 = b.getF32Type();
+  double scale = n.attrFloat("scale", 0.0f);
+  if (scale == 0.0)
+    scale = 1.0 / std::sqrt((double)dk);
+
+  // [B, T, heads * size] -> [B, heads, T, size], in float32.
+  auto toHeads = [&](Value x, int64_t heads) {
+    Shape s = shapeOf(x);
+    x = emitReshape(b, loc, x, {s[0], s[1], heads, s[2] / heads});
+    return castTensor(b, loc, emitTranspose(b, loc, x, {0, 2, 1, 3}), f32);
+  };
+  Value q4 = toHeads(n.value(0), hq), k4 = toHeads(n.value(1), hkv),
+        v4 = toHeads(n.value(2), hkv);
+  Value decay4, beta4;
+  if (gating) {
+    const Shape &ds = n.shape(4);
+    if (ds.size() != 3 || ds[0] != batch || ds[1] != len ||
+        (ds[2] != hkv && ds[2] != hkv * dk))
+      return n.fail("decay must be [B, T, kv_heads] or [B, T, kv_heads * dk]");
+    decay4 = toHeads(n.value(4), hkv);
+  }
+  if (delta) {
+    const Shape &bs = n.shape(5);
+    if (bs.size() != 3 || bs[0] != batch || bs[1] != len ||
+        (bs[2] != hkv && bs[2] != 1))
+      return n.fail("beta must be [B, T, kv_heads] or [B, T, 1]");
+    beta4 = toHeads(n.value(5), bs[2]);
+  }
+  Value state = n.hasInput(3)
+                    ? castTensor(b, loc, n.value(3), f32)
+                    : emitFilled(b, loc, stateShape, b.getFloatAttr(f32, 0.0));
+
+  // Step t of a [B, H, T, X] tensor as [B, H, X, 1] or [B, H, 1, X].
+  auto step = [&](Value x, int64_t t, bool column) {
+    Shape s = shapeOf(x);
+    SmallVector<OpFoldResult> offs(4, b.getIndexAttr(0)), sizes,
+        strides(4, b.getIndexAttr(1));
+    offs[2] = b.getIndexAttr(t);
+    Shape one = {s[0], s[1], 1, s[3]};
+    for (int64_t d : one)
+      sizes.push_back(b.getIndexAttr(d));
+    Value r = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get(one, f32), x, offs, sizes, strides);
+    return emitReshape(b, loc, r,
+                       column ? Shape{s[0], s[1], s[3], 1}
+                              : Shape{s[0], s[1], 1, s[3]});
+  };
+  auto mul = [](OpBuilder &nb, Location l, ValueRange a) {
+    return (Value)arith::MulFOp::create(nb, l, a[0], a[1]);
+  };
+  Shape outShape = {batch, len, hq, dv};
+  Value out = tensor::EmptyOp::create(b, loc, outShape, f32);
+  for (int64_t t = 0; t < len; ++t) {
+    Value kCol = step(k4, t, true), vRow = step(v4, t, false);
+    if (gating)
+      state = emitElementwise(
+          b, loc, ValueRange{state, step(decay4, t, true)}, f32, stateShape,
+          [](OpBuilder &nb, Location l, ValueRange a) {
+            return (Value)arith::MulFOp::create(
+                nb, l, a[0], math::ExpOp::create(nb, l, a[1]));
+          });
+    if (delta) {
+      // v <- beta * (v - sum_d S[d, :] k[d]).
+      Value sk = emitElementwise(b, loc, ValueRange{state, kCol}, f32,
+                                 stateShape, mul);
+      Value retrieved =
+          emitReduction(b, loc, sk, {2}, true, b.getFloatAttr(f32, 0.0), addF);
+      vRow = emitElementwise(
+          b, loc, ValueRange{vRow, retrieved, step(beta4, t, true)}, f32,
+          {batch, hkv, 1, dv}, [](OpBuilder &nb, Location l, ValueRange a) {
+            return (Value)arith::MulFOp::create(
+                nb, l, a[2], arith::SubFOp::create(nb, l, a[0], a[1]));
+          });
+    }
+    state = emitElementwise(
+        b, loc, ValueRange{state, kCol, vRow}, f32, stateShape,
+        [](OpBuilder &nb, Location l, ValueRange a) {
+          return (Value)arith::AddFOp::create(
+              nb, l, a[0], arith::MulFOp::create(nb, l, a[1], a[2]));
+        });
+    // o[b, h] = scale * q[b, h] S[b, h / group]: q heads of one kv head
+    // are adjacent, so [B, hq, 1, dk] is viewed as [B, hkv, group, dk].
+    Value qg = emitReshape(b, loc, step(q4, t, false), {batch, hkv, group, dk});
+    auto o = emitOnnxMatMul(n, qg, state);
+    if (failed(o))
+      return failure();
+    Value oScaled =
+        emitElementwise(b, loc, *o, f32, shapeOf(*o),
+                        [&](OpBuilder &nb, Location l, ValueRange a) {
+                          return (Value)arith::MulFOp::create(
+                              nb, l, a[0], scalarConstant(nb, l, f32, scale));
+                        });
+    SmallVector<OpFoldResult> offs(4, b.getIndexAttr(0)), sizes,
+        strides(4, b.getIndexAttr(1));
+    offs[1] = b.getIndexAttr(t);
+    for (int64_t d : Shape{batch, 1, hq, dv})
+      sizes.push_back(b.getIndexAttr(d));
+    out = tensor::InsertSliceOp::create(
+        b, loc, emitReshape(b, loc, oScaled, {batch, 1, hq, dv}), out, offs,
+        sizes, strides);
+  }
+  Type et = n.elementType(dt);
+  n.setOutput(
+      0,
+      castTensor(b, loc, emitReshape(b, loc, out, {batch, len, hq * dv}), et),
+      dt);
+  n.setOutput(1, castTensor(b, loc, state, n.elementType(stateDt)), stateDt);
+  return success();
+}
+
 } // namespace
 
 void registerAttentionLowerings() {
@@ -640,6 +790,7 @@ void registerAttentionLowerings() {
   t["Attention"] = lowerAttention;
   t["RotaryEmbedding"] = lowerRotaryEmbedding;
   t["CausalConvWithState"] = lowerCausalConvWithState;
+  t["LinearAttention"] = lowerLinearAttention;
 }
 
 } // namespace mcc
