@@ -699,6 +699,36 @@ void registerElementwiseLowerings() {
     };
     registerSimple("HardSwish", d);
   }
+  // Swish(x) = x * sigmoid(alpha * x); SwiGLU(a, b) = Swish(a) * b with
+  // equal shapes (the broadcast check passes those through).
+  auto swish = [](OpBuilder &b, Location loc, Value x, double alpha) {
+    Value ax = alpha == 1.0 ? x
+                            : (Value)arith::MulFOp::create(
+                                  b, loc, x, cst(b, loc, x, alpha));
+    return (Value)arith::MulFOp::create(b, loc, x, sigmoid(b, loc, ax));
+  };
+  registerWithAttrs("Swish", [swish](NodeLowering &n) {
+    double alpha = n.attrFloat("alpha", 1.0f);
+    ElementwiseDef d;
+    d.emit = [alpha, swish](OpBuilder &b, Location loc, ValueRange a,
+                            int32_t) { return swish(b, loc, a[0], alpha); };
+    d.eval = [alpha](const std::vector<double> &v) {
+      return v[0] * sigmoidD(alpha * v[0]);
+    };
+    return d;
+  });
+  registerWithAttrs("SwiGLU", [swish](NodeLowering &n) {
+    double alpha = n.attrFloat("alpha", 1.0f);
+    ElementwiseDef d;
+    d.emit = [alpha, swish](OpBuilder &b, Location loc, ValueRange a,
+                            int32_t) -> Value {
+      return arith::MulFOp::create(b, loc, swish(b, loc, a[0], alpha), a[1]);
+    };
+    d.eval = [alpha](const std::vector<double> &v) {
+      return v[0] * sigmoidD(alpha * v[0]) * v[1];
+    };
+    return d;
+  });
   registerWithAttrs("LeakyRelu", [](NodeLowering &n) {
     double alpha = n.attrFloat("alpha", 0.01f);
     ElementwiseDef d;

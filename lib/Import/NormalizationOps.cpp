@@ -533,6 +533,105 @@ LogicalResult lowerLRN(NodeLowering &n) {
   return success();
 }
 
+/// LpNormalization: x / ||x||_p along one axis (p = 1 or 2); a zero norm
+/// gives 0.
+LogicalResult lowerLpNorm(NodeLowering &n) {
+  if (!isFloatDType(n.dtype(0)))
+    return n.fail("input must be floating point");
+  const Shape &in = n.shape(0);
+  int64_t rank = in.size();
+  int64_t axis = normalizeAxis(n.attrInt("axis", -1), rank);
+  if (axis < 0 || axis >= rank)
+    return n.fail("axis out of range");
+  int64_t p = n.attrInt("p", 2);
+  if (p != 1 && p != 2)
+    return n.fail("p must be 1 or 2");
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Type et = n.elementType(n.dtype(0));
+  Value x = n.value(0);
+  Value sum = emitReduction(
+      b, loc, x, {axis}, true, b.getFloatAttr(et, 0.0), addF,
+      [p](OpBuilder &nb, Location l, ValueRange v) {
+        return p == 1 ? (Value)math::AbsFOp::create(nb, l, v[0])
+                      : (Value)arith::MulFOp::create(nb, l, v[0], v[0]);
+      });
+  Value y = emitElementwise(
+      b, loc, ValueRange{x, sum}, et, in,
+      [&](OpBuilder &nb, Location l, ValueRange v) {
+        Value norm = p == 1 ? v[1] : (Value)math::SqrtOp::create(nb, l, v[1]);
+        Value zero = scalarConstant(nb, l, et, 0.0);
+        Value isZero =
+            arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, norm, zero);
+        return (Value)arith::SelectOp::create(
+            nb, l, isZero, zero, arith::DivFOp::create(nb, l, v[0], norm));
+      });
+  n.setOutput(0, y, n.dtype(0));
+  return success();
+}
+
+/// GroupNormalization: mean and variance per instance over each group of
+/// C / num_groups channels (in float32 for narrower types when stash_type
+/// is 1), then scale and bias per channel (opset 21) or per group (18).
+LogicalResult lowerGroupNorm(NodeLowering &n) {
+  int32_t dt = n.dtype(0);
+  if (!isFloatDType(dt))
+    return n.fail("input must be floating point");
+  const Shape &in = n.shape(0);
+  if (in.size() < 2)
+    return n.fail("input must be [N, C, ...]");
+  int64_t groups = n.attrInt("num_groups", 0);
+  int64_t N = in[0], C = in[1];
+  if (groups <= 0 || C % groups)
+    return n.fail("num_groups must divide the channel count");
+  int64_t perGroup = numElements(in) / (N * groups);
+  int64_t affine = n.opset() < 21 ? groups : C;
+  if (n.shape(1) != Shape{affine} || n.shape(2) != Shape{affine})
+    return n.fail("scale and bias must have " + Twine(affine) + " elements");
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Type et = n.elementType(dt);
+  bool stash = n.attrInt("stash_type", 1) == 1 &&
+               (dt == kFloat16 || dt == kBFloat16);
+  Type st = stash ? b.getF32Type() : et;
+  int32_t sdt = stash ? (int32_t)kFloat : dt;
+  Value x = emitReshape(b, loc, n.value(0), {N, groups, perGroup});
+  if (stash)
+    x = emitElementwise(b, loc, x, st, shapeOf(x),
+                        [&](OpBuilder &nb, Location l, ValueRange v) {
+                          return emitScalarCast(nb, l, v[0], dt, sdt, st);
+                        });
+  auto [mean, inv] =
+      meanAndInvStd(b, loc, x, {2}, n.attrFloat("epsilon", 1e-5f), st);
+  Value norm = emitElementwise(
+      b, loc, ValueRange{x, mean, inv}, et, shapeOf(x),
+      [&](OpBuilder &nb, Location l, ValueRange v) {
+        Value d = arith::MulFOp::create(
+            nb, l, arith::SubFOp::create(nb, l, v[0], v[1]), v[2]);
+        return emitScalarCast(nb, l, d, sdt, dt, et);
+      });
+  // Scale and bias per channel, or per group before opset 21.
+  Shape chan = {affine};
+  for (size_t d = 2; d < in.size(); ++d)
+    chan.push_back(1);
+  Shape view = in;
+  if (affine == groups) {
+    view = {N, groups, perGroup};
+    chan = {groups, 1};
+  }
+  Value y = emitElementwise(
+      b, loc,
+      ValueRange{emitReshape(b, loc, norm, view),
+                 emitReshape(b, loc, n.value(1), chan),
+                 emitReshape(b, loc, n.value(2), chan)},
+      et, view, [](OpBuilder &nb, Location l, ValueRange v) {
+        return (Value)arith::AddFOp::create(
+            nb, l, arith::MulFOp::create(nb, l, v[0], v[1]), v[2]);
+      });
+  n.setOutput(0, emitReshape(b, loc, y, in), dt);
+  return success();
+}
+
 } // namespace
 
 void registerNormalizationLowerings() {
@@ -547,6 +646,8 @@ void registerNormalizationLowerings() {
   t["BatchNormalization"] = lowerBatchNorm;
   t["InstanceNormalization"] = lowerInstanceNorm;
   t["GatherND"] = lowerGatherND;
+  t["LpNormalization"] = lowerLpNorm;
+  t["GroupNormalization"] = lowerGroupNorm;
 }
 
 } // namespace mcc

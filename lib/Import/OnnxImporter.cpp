@@ -54,6 +54,7 @@ static void ensureRegistered() {
     registerSignalLowerings();
     registerIndexingLowerings();
     registerQuantizeLowerings();
+    registerAttentionLowerings();
     return true;
   }();
   (void)done;
@@ -703,6 +704,13 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
     if (!v) {
       emitError(fileLoc()) << "graph output '" << out.name()
                            << "' is not produced by any node";
+      return failure();
+    }
+    // Zero-size results crash buffer-results-to-out-params; say so instead.
+    if (numElements(v->shape) == 0) {
+      emitError(fileLoc()) << "graph output '" << out.name() << "' is empty "
+                           << formatShape(v->shape)
+                           << "; empty outputs are not supported";
       return failure();
     }
     Location loc = NameLoc::get(builder.getStringAttr(out.name()));

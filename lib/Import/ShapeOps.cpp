@@ -325,8 +325,11 @@ LogicalResult lowerSlice(NodeLowering &n) {
     return success();
   }
   OpBuilder &b = n.builder();
-  if (numElements(out) == 0)
-    return n.fail("slice is empty " + formatShape(out));
+  // An empty slice holds no data: a literal, which Concat and the like skip.
+  if (numElements(out) == 0) {
+    n.setOutput(0, Literal(n.dtype(0), out));
+    return success();
+  }
   bool positive =
       std::all_of(fstep.begin(), fstep.end(), [](int64_t s) { return s > 0; });
   if (positive) {
@@ -458,7 +461,10 @@ LogicalResult lowerSplit(NodeLowering &n) {
   for (size_t k = 0; k < outs; ++k) {
     Shape out = in;
     out[axis] = sizes[k];
-    if (n.isLiteral(0)) {
+    if (numElements(out) == 0) {
+      // Empty pieces (split lengths of 0) hold no data.
+      n.setOutput(k, Literal(n.dtype(0), out));
+    } else if (n.isLiteral(0)) {
       std::vector<int64_t> st = stridesOf(in);
       n.setOutput(k, n.literal(0).gather(out, [&](const int64_t *idx) {
         int64_t f = 0;

@@ -572,4 +572,49 @@ for i, l_ in enumerate(lens):
     exp[i, :l_] = x[i, :l_][::-1]
 assert np.array_equal(y, exp), y
 
+# GroupNormalization-18 takes scale and bias per group (21: per channel).
+x = rng.standard_normal((2, 6, 3)).astype(np.float32)
+sc = np.array([0.5, -2.0, 1.5], np.float32)
+bi = np.array([0.1, 0.2, -0.3], np.float32)
+y = run([helper.make_node("GroupNormalization", ["X", "S", "B"], ["Y"], num_groups=3,
+                          epsilon=1e-3)],
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 6, 3]),
+         helper.make_tensor_value_info("S", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("B", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        {"X": x, "S": sc, "B": bi}, "groupnorm18", opset=18)["Y"]
+g = x.reshape(2, 3, 6)
+exp = (g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-3)
+exp = (exp * sc[:, None] + bi[:, None]).reshape(x.shape)
+assert np.allclose(y, exp, rtol=1e-4, atol=1e-5), (y, exp)
+
+# LpNormalization p=1 sums magnitudes; an all-zero row stays zero.
+x = np.array([[3.0, -4.0, 1.0], [0.0, 0.0, 0.0]], np.float32)
+y = run([helper.make_node("LpNormalization", ["X"], ["Y"], p=1, axis=1)],
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)],
+        {"X": x}, "l1norm_negative")["Y"]
+assert np.allclose(y, [[3 / 8, -4 / 8, 1 / 8], [0, 0, 0]]), y
+
+# Attention: 3-D grouped-query inputs with a cache, is_causal, a float mask
+# shorter than the total length and softcap; reference from onnx.reference.
+from onnx.reference import ReferenceEvaluator
+feeds = {"Q": rng.standard_normal((2, 3, 16)).astype(np.float32),
+         "K": rng.standard_normal((2, 3, 8)).astype(np.float32),
+         "V": rng.standard_normal((2, 3, 12)).astype(np.float32),
+         "M": rng.standard_normal((3, 4)).astype(np.float32),
+         "PK": rng.standard_normal((2, 2, 2, 4)).astype(np.float32),
+         "PV": rng.standard_normal((2, 2, 2, 6)).astype(np.float32)}
+node = helper.make_node("Attention", ["Q", "K", "V", "M", "PK", "PV"],
+                        ["Y", "PresK", "PresV", "QK"], q_num_heads=4, kv_num_heads=2,
+                        is_causal=1, softcap=1.5, qk_matmul_output_mode=2)
+ins = [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in feeds.items()]
+outs = [helper.make_tensor_value_info(k, TensorProto.FLOAT, None)
+        for k in ("Y", "PresK", "PresV", "QK")]
+got = run([node], ins, outs, feeds, "attention_gqa_cache_causal", opset=23)
+model = helper.make_model(helper.make_graph([node], "g", ins, outs),
+                          opset_imports=[helper.make_opsetid("", 23)])
+for k, e in zip(("Y", "PresK", "PresV", "QK"), ReferenceEvaluator(model).run(None, feeds)):
+    assert np.allclose(got[k], e, rtol=1e-4, atol=1e-5), (k, got[k], e)
+
 print("op edge cases: ok")
