@@ -113,3 +113,26 @@ func.func @middle_axis(%a: memref<3x4x5xf32>, %r: memref<3x5xf32>) {
   }
   return
 }
+
+// Loop dims are reordered to the layout of the store before collapsing:
+// (h, w, c) storing to [c, h, w] runs with w fastest (consecutive threads,
+// consecutive addresses).
+// CHECK-LABEL: func.func @coalesce
+// CHECK: %[[W:.*]] = arith.remsi %{{.*}}, %{{.*}}6{{.*}} : index
+// CHECK: %[[HC:.*]] = arith.divsi
+// CHECK: %[[H:.*]] = arith.remsi %[[HC]], %{{.*}}8{{.*}} : index
+// CHECK: %[[C:.*]] = arith.divsi %[[HC]]
+// CHECK: memref.store %{{.*}}, %{{.*}}[%[[C]], %[[H]], %[[W]]]
+func.func @coalesce(%a: memref<4x8x6xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c6 = arith.constant 6 : index
+  %c8 = arith.constant 8 : index
+  %f = arith.constant 1.0 : f32
+  scf.parallel (%h, %w, %c) = (%c0, %c0, %c0) to (%c8, %c6, %c4) step (%c1, %c1, %c1) {
+    memref.store %f, %a[%c, %h, %w] : memref<4x8x6xf32>
+    scf.reduce
+  }
+  return
+}
