@@ -706,16 +706,13 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
                            << "' is not produced by any node";
       return failure();
     }
-    // Zero-size results crash buffer-results-to-out-params; say so instead.
-    if (numElements(v->shape) == 0) {
-      emitError(fileLoc()) << "graph output '" << out.name() << "' is empty "
-                           << formatShape(v->shape)
-                           << "; empty outputs are not supported";
-      return failure();
-    }
     Location loc = NameLoc::get(builder.getStringAttr(out.name()));
     Value t;
-    if (v->literal && !v->tensor && isSplat(*v->literal)) {
+    if (numElements(v->shape) == 0) {
+      // Nothing to compute or copy (and no element to splat).
+      t = tensor::EmptyOp::create(builder, loc, v->shape,
+                                  elementType(v->dtype));
+    } else if (v->literal && !v->tensor && isSplat(*v->literal)) {
       // A constant output is a fill: no copy out of a constant tensor.
       GraphValue scalar;
       scalar.dtype = v->dtype;

@@ -29,6 +29,7 @@ const StageText kCpuStages[] = {
      "func.func(mcc-interchange-contraction-loops)"},
     {"mcc-cpu-bufferize",
      "one-shot bufferization; results become caller-owned out-params",
+     "func.func(mcc-distinct-results),"
      "one-shot-bufferize{bufferize-function-boundaries "
      "function-boundary-type-conversion=identity-layout-map},"
      "buffer-results-to-out-params{modify-public-functions "

@@ -74,6 +74,18 @@ def StridedCopyToLinalg
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def DistinctResults : Pass<"mcc-distinct-results", "mlir::func::FuncOp"> {
+  let summary = "A returned tensor that repeats an earlier one becomes a copy";
+  let description = [{
+    After CSE two graph outputs can be the same SSA value (identical nodes,
+    an output listed twice, several empty outputs); each must be written
+    into its own caller buffer, and buffer-results-to-out-params cannot
+    return one buffer twice. Every repeat is replaced by
+    bufferization.alloc_tensor() copy(%v), which CSE leaves alone.
+  }];
+  let dependentDialects = ["mlir::bufferization::BufferizationDialect"];
+}
+
 def GpuDeviceMemory : Pass<"mcc-gpu-device-memory", "mlir::func::FuncOp"> {
   let summary = "Host code of a CUDA model: device allocations and copies";
   let description = [{
