@@ -45,9 +45,11 @@ const DescrEntry kDescrs[] = {
     {"|u1", MCC_UINT8},    {"|b1", MCC_BOOL},     {"<i2", MCC_INT16},
     {"<u2", MCC_UINT16},   {"<u4", MCC_UINT32},   {"<u8", MCC_UINT64},
     {"<V2", MCC_BFLOAT16}, {"|V2", MCC_BFLOAT16},
-    // ml_dtypes' one-byte types (float8, int4, ...) save as a 1-byte void:
-    // read as bytes, which a small-type input accepts (docs/design/0009).
-    {"|V1", MCC_UINT8},    {"<V1", MCC_UINT8},
+    // ml_dtypes' one-byte types (float8, int4, ...) save as a 1-byte void
+    // (float8_e5m2 as "<f1"): read as bytes, which a small-type input
+    // accepts (docs/design/0009).
+    {"|V1", MCC_UINT8},    {"<V1", MCC_UINT8},    {"<f1", MCC_UINT8},
+    {"|f1", MCC_UINT8},
 };
 
 bool parseNpy(const std::string &name, const std::vector<uint8_t> &bytes,
