@@ -861,6 +861,13 @@ void NodeLowering::setOutput(size_t i, Value tensor, int32_t dtype) {
       (isUnsignedDType(this->dtype(0)) || isSmallDType(this->dtype(0))) &&
       elementType(this->dtype(0)) == type.getElementType())
     v.dtype = this->dtype(0);
+  else if (type.getElementType().isInteger(8))
+    // Where(cond, a, b) and the like: a small type passed through.
+    for (size_t k = 1; k < numInputs(); ++k)
+      if (hasInput(k) && isSmallDType(this->dtype(k))) {
+        v.dtype = this->dtype(k);
+        break;
+      }
   if (dtype)
     v.dtype = dtype;
   v.shape = Shape(type.getShape().begin(), type.getShape().end());
