@@ -101,13 +101,14 @@ float smallFloatToFloat(uint8_t bits, int32_t d) {
   return sign ? -v : v;
 }
 
-uint8_t floatToSmallFloat(float v, int32_t d, bool saturate,
+uint8_t floatToSmallFloat(double v, int32_t d, bool saturate,
                           RoundMode round) {
-  uint32_t x;
-  std::memcpy(&x, &v, 4);
   if (d == kFloat8E8M0) {
     // onnx.numpy_helper.to_float8e8m0: the float32 exponent, rounded by
     // the bits below it; the sign is dropped.
+    float f = static_cast<float>(v);
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
     uint32_t exp = (x >> 23) & 0xff;
     if (exp == 0xff)
       return 0xff;
@@ -120,10 +121,13 @@ uint8_t floatToSmallFloat(float v, int32_t d, bool saturate,
       ++exp;
     return static_cast<uint8_t>(exp);
   }
+  // Rounded once from the double (float32 values convert exactly).
   MiniFloat f = miniFloat(d);
   int magBits = f.expBits + f.manBits;
-  uint32_t sign = x >> 31, abs = x & 0x7fffffff;
-  if (abs > 0x7f800000) { // NaN
+  uint64_t x;
+  std::memcpy(&x, &v, 8);
+  uint64_t sign = x >> 63, abs = x & ~(uint64_t(1) << 63);
+  if (abs > (uint64_t(0x7ff) << 52)) { // NaN
     switch (f.kind) {
     case MiniFloat::IEEE:
       return static_cast<uint8_t>((sign << 7) | 0x7e);
@@ -135,19 +139,19 @@ uint8_t floatToSmallFloat(float v, int32_t d, bool saturate,
       return static_cast<uint8_t>((sign ^ 1) << 3); // as ml_dtypes
     }
   }
-  uint32_t mag;
-  uint32_t minNormal = static_cast<uint32_t>(127 + 1 - f.bias) << 23;
+  uint64_t mag;
+  uint64_t minNormal = static_cast<uint64_t>(1023 + 1 - f.bias) << 52;
   if (abs < minNormal) {
     // Subnormal (or zero) in the target: a multiple of its smallest step,
-    // exact in float32 after scaling.
-    float a;
-    std::memcpy(&a, &abs, 4);
-    mag = static_cast<uint32_t>(
+    // exact in double after scaling.
+    double a;
+    std::memcpy(&a, &abs, 8);
+    mag = static_cast<uint64_t>(
         std::nearbyint(std::ldexp(a, f.bias - 1 + f.manBits)));
   } else {
-    int shift = 23 - f.manBits;
-    uint32_t r = abs + ((1u << (shift - 1)) - 1) + ((abs >> shift) & 1);
-    mag = (r >> shift) - (static_cast<uint32_t>(127 - f.bias) << f.manBits);
+    int shift = 52 - f.manBits;
+    uint64_t r = abs + ((uint64_t(1) << (shift - 1)) - 1) + ((abs >> shift) & 1);
+    mag = (r >> shift) - (static_cast<uint64_t>(1023 - f.bias) << f.manBits);
   }
   if (mag > f.maxBits) {
     if (saturate || f.kind == MiniFloat::NoSpecials)
@@ -463,7 +467,7 @@ void Literal::setF(int64_t i, double v) {
     return store<uint16_t>(p, i, floatToBf16(static_cast<float>(v)));
   default:
     if (isSmallFloatDType(dtype_)) {
-      p[i] = floatToSmallFloat(static_cast<float>(v), dtype_);
+      p[i] = floatToSmallFloat(v, dtype_);
       return;
     }
     if (isSubByteIntDType(dtype_))
@@ -534,8 +538,8 @@ Literal Literal::castTo(int32_t dtype, bool saturate, RoundMode round) const {
        dstFloat = isFloatDType(dtype);
   for (int64_t i = 0, n = size(); i < n; ++i) {
     if (isSmallFloatDType(dtype))
-      r.mutableData()[i] = floatToSmallFloat(
-          static_cast<float>(getAsDouble(i)), dtype, saturate, round);
+      r.mutableData()[i] =
+          floatToSmallFloat(getAsDouble(i), dtype, saturate, round);
     else if (isSubByteIntDType(dtype))
       r.setI(i, srcFloat ? floatToSubByteInt(getF(i), dtype) : getI(i));
     else if (dstFloat)

@@ -178,7 +178,7 @@ LogicalResult lowerQuantizeLinear(NodeLowering &n) {
           if (a[2] && to == kFloat4E2M1)
             q = arith::AddFOp::create(
                 nb, l, q, emitScalarCast(nb, l, a[2], to, kFloat, f32));
-          return emitF32ToSmallFloat(nb, l, q, to, saturate, RoundMode::Up);
+          return emitFloatToSmallFloat(nb, l, q, to, saturate, RoundMode::Up);
         }
         q = math::RoundEvenOp::create(nb, l, q);
         q = emitScalarCast(nb, l, q, dtypeOf(ct), dtypeOf(acc), acc);

@@ -42,11 +42,13 @@ MiniFloat miniFloat(int32_t d) {
   }
 }
 
-/// Integer and float32 scalar builders.
+/// Integer and float scalar builders over one float type (f32 unless
+/// given) and the integer type of its width.
 struct Ops {
   OpBuilder &b;
   Location loc;
-  Type i32 = b.getI32Type(), f32 = b.getF32Type();
+  Type f32 = b.getF32Type();
+  Type i32 = b.getIntegerType(f32.getIntOrFloatBitWidth());
 
   Value c(int64_t v) {
     return arith::ConstantOp::create(b, loc, b.getIntegerAttr(i32, v));
@@ -118,11 +120,16 @@ Value emitSmallFloatToF32(OpBuilder &b, Location loc, Value v, int32_t dtype) {
   return o.toF32(o.ori(o.toBits(r), sign));
 }
 
-Value emitF32ToSmallFloat(OpBuilder &b, Location loc, Value v, int32_t dtype,
-                          bool saturate, RoundMode round) {
-  Ops o{b, loc};
-  Value x = o.toBits(v);
+Value emitFloatToSmallFloat(OpBuilder &b, Location loc, Value v, int32_t dtype,
+                            bool saturate, RoundMode round) {
   if (dtype == kFloat8E8M0) {
+    Ops o{b, loc};
+    // The reference converts to float32 first.
+    if (!v.getType().isF32())
+      v = v.getType().getIntOrFloatBitWidth() > 32
+              ? Value(arith::TruncFOp::create(b, loc, o.f32, v))
+              : Value(arith::ExtFOp::create(b, loc, o.f32, v));
+    Value x = o.toBits(v);
     // onnx.numpy_helper.to_float8e8m0: the float32 exponent, rounded by the
     // bits below it; the sign is dropped; Inf and NaN become NaN.
     Value exp = o.andi(o.shr(x, 23), 0xff);
@@ -148,24 +155,33 @@ Value emitF32ToSmallFloat(OpBuilder &b, Location loc, Value v, int32_t dtype,
     }
     return o.byte(o.sel(o.eq(exp, 0xff), o.c(0xff), r));
   }
+  // Rounded once from the source: f32, or f64 (as ml_dtypes does); f16
+  // and bf16 widen to f32 exactly.
+  if (v.getType().getIntOrFloatBitWidth() < 32)
+    v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  bool wide = v.getType().isF64();
+  Ops o{b, loc, v.getType()};
+  int width = wide ? 64 : 32, srcMan = wide ? 52 : 23,
+      srcBias = wide ? 1023 : 127;
+  Value x = o.toBits(v);
   MiniFloat mf = miniFloat(dtype);
   int magBits = mf.expBits + mf.manBits;
-  Value sign = o.shr(x, 31);
-  Value abs = o.andi(x, 0x7fffffff);
+  Value sign = o.shr(x, width - 1);
+  Value abs = o.andi(x, int64_t(~uint64_t(0) >> (65 - width)));
   // Below the target's smallest normal: a multiple of its smallest step,
-  // exact in float32 once scaled, rounded half to even.
+  // exact in the source type once scaled, rounded half to even.
   Value scaled = arith::MulFOp::create(
       b, loc, o.toF32(abs), o.f(std::ldexp(1.0, mf.bias - 1 + mf.manBits)));
   Value sub = arith::FPToUIOp::create(
       b, loc, o.i32, math::RoundEvenOp::create(b, loc, scaled));
-  // Normal: round the float32 mantissa half to even, then rebias.
-  int shift = 23 - mf.manBits;
-  Value rounded = o.add(o.add(abs, o.c((1 << (shift - 1)) - 1)),
+  // Normal: round the source mantissa half to even, then rebias.
+  int shift = srcMan - mf.manBits;
+  Value rounded = o.add(o.add(abs, o.c((int64_t(1) << (shift - 1)) - 1)),
                         o.andi(o.shr(abs, shift), 1));
   Value normal = arith::SubIOp::create(
       b, loc, o.shr(rounded, shift),
-      o.c(int64_t(127 - mf.bias) << mf.manBits));
-  int64_t minNormal = int64_t(127 + 1 - mf.bias) << 23;
+      o.c(int64_t(srcBias - mf.bias) << mf.manBits));
+  int64_t minNormal = int64_t(srcBias + 1 - mf.bias) << srcMan;
   Value mag = o.sel(o.cmp(arith::CmpIPredicate::ult, abs, o.c(minNormal)),
                     sub, normal);
   // Overflow (Inf included): the largest finite value when saturating or
@@ -197,7 +213,8 @@ Value emitF32ToSmallFloat(OpBuilder &b, Location loc, Value v, int32_t dtype,
     nan = arith::XOrIOp::create(b, loc, o.c(0x8), signBit);
     break;
   }
-  Value isNan = o.cmp(arith::CmpIPredicate::ugt, abs, o.c(0x7f800000));
+  Value isNan = o.cmp(arith::CmpIPredicate::ugt, abs,
+                      o.c(int64_t(2 * srcBias + 1) << srcMan));
   return o.byte(o.sel(isNan, nan, r));
 }
 
@@ -250,9 +267,11 @@ Value emitSmallCast(OpBuilder &b, Location loc, Value v, int32_t from,
   if (!isSmallDType(to))
     return emitScalarCast(b, loc, v, from, to, toType);
   if (isSmallFloatDType(to)) {
-    // Through float32: f64 sources round twice (the reference rounds once).
-    v = emitScalarCast(b, loc, v, from, kFloat, f32);
-    return emitF32ToSmallFloat(b, loc, v, to, opts.saturate, opts.round);
+    // Integers through f32: exact up to 2^24, and every float8 overflows
+    // before that.
+    if (!isa<FloatType>(v.getType()))
+      v = emitScalarCast(b, loc, v, from, kFloat, f32);
+    return emitFloatToSmallFloat(b, loc, v, to, opts.saturate, opts.round);
   }
   if (from == kBool)
     return arith::ExtUIOp::create(b, loc, i8, v);

@@ -75,7 +75,7 @@ enum class RoundMode { Up, Down, Nearest };
 /// (float8e5m2) or NaN. float4e2m1 has neither and always saturates;
 /// float8e8m0 rounds by `round` from the float32 exponent.
 float smallFloatToFloat(uint8_t bits, int32_t dtype);
-uint8_t floatToSmallFloat(float v, int32_t dtype, bool saturate = true,
+uint8_t floatToSmallFloat(double v, int32_t dtype, bool saturate = true,
                           RoundMode round = RoundMode::Up);
 /// ml_dtypes' float to int4/uint4/int2/uint2: truncation toward zero, 0
 /// when out of range or NaN.

@@ -166,14 +166,14 @@ mlir::Value emitScalarCast(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Type toType, const CastOptions &opts = {});
 
 /// The small element types, i8 in IR (lib/Import/SmallTypes.cpp): a
-/// float8/float4/e8m0 bit pattern to f32 and back (ONNX's rounding and
-/// saturation), float to int4/uint4/int2/uint2 (ml_dtypes: truncation, 0
-/// out of range), and an i8 wrapped into a sub-byte integer's range.
+/// float8/float4/e8m0 bit pattern to f32, a float to one (ONNX's rounding
+/// and saturation), float to int4/uint4/int2/uint2 (ml_dtypes: truncation,
+/// 0 out of range), and an i8 wrapped into a sub-byte integer's range.
 mlir::Value emitSmallFloatToF32(mlir::OpBuilder &b, mlir::Location loc,
                                 mlir::Value v, int32_t dtype);
-mlir::Value emitF32ToSmallFloat(mlir::OpBuilder &b, mlir::Location loc,
-                                mlir::Value v, int32_t dtype, bool saturate,
-                                RoundMode round);
+mlir::Value emitFloatToSmallFloat(mlir::OpBuilder &b, mlir::Location loc,
+                                  mlir::Value v, int32_t dtype, bool saturate,
+                                  RoundMode round);
 mlir::Value emitFloatToSubByteInt(mlir::OpBuilder &b, mlir::Location loc,
                                   mlir::Value v, int32_t dtype);
 mlir::Value emitWrapSubByteInt(mlir::OpBuilder &b, mlir::Location loc,
