@@ -605,6 +605,15 @@ for to in (TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ,
                    [helper.make_tensor_value_info("X", TensorProto.FLOAT, [x.size])],
                    [helper.make_tensor_value_info("Y", to, [x.size])], {"X": x},
                    "cast_f8_%d_%d" % (to, sat))
+# float64 rounds once, not through float32 (1.0625 + 2^-40 is above
+# e4m3fn's 1.0625 tie, which float32 would land on exactly).
+x = np.array([1.0625 + 2.0 ** -40, 1.0625 - 2.0 ** -40, 1.25 + 2.0 ** -40, 1e300, -1e-300],
+             np.float64)
+for to in (TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E5M2, TensorProto.FLOAT4E2M1):
+    small_case([helper.make_node("Cast", ["X"], ["Y"], to=to)],
+               [helper.make_tensor_value_info("X", TensorProto.DOUBLE, [x.size])],
+               [helper.make_tensor_value_info("Y", to, [x.size])], {"X": x},
+               "cast_f64_f8_%d" % to)
 # float8e8m0's three round modes, with and without saturation at the top
 # exponent; the sign is dropped, 0 and float32 subnormals give 2^-127.
 x = np.array([0, 1e-40, 0.124, 0.125, 0.1875, 0.19, 1.5, 1.75, 3, -3, 2.0 ** 127 * 1.5,
