@@ -94,15 +94,14 @@ float smallFloatToFloat(uint8_t bits, int32_t d) {
     return sign ? -NAN : NAN;
   if (f.kind == MiniFloat::IEEE && exp == (1u << f.expBits) - 1)
     return man ? (sign ? -NAN : NAN) : (sign ? -INFINITY : INFINITY);
-  float v = exp == 0 ? std::ldexp(static_cast<float>(man),
-                                  1 - f.bias - f.manBits)
-                     : std::ldexp(static_cast<float>(man | (1u << f.manBits)),
-                                  static_cast<int>(exp) - f.bias - f.manBits);
+  float v = exp == 0
+                ? std::ldexp(static_cast<float>(man), 1 - f.bias - f.manBits)
+                : std::ldexp(static_cast<float>(man | (1u << f.manBits)),
+                             static_cast<int>(exp) - f.bias - f.manBits);
   return sign ? -v : v;
 }
 
-uint8_t floatToSmallFloat(double v, int32_t d, bool saturate,
-                          RoundMode round) {
+uint8_t floatToSmallFloat(double v, int32_t d, bool saturate, RoundMode round) {
   if (d == kFloat8E8M0) {
     // onnx.numpy_helper.to_float8e8m0: the float32 exponent, rounded by
     // the bits below it; the sign is dropped.
@@ -150,7 +149,8 @@ uint8_t floatToSmallFloat(double v, int32_t d, bool saturate,
         std::nearbyint(std::ldexp(a, f.bias - 1 + f.manBits)));
   } else {
     int shift = 52 - f.manBits;
-    uint64_t r = abs + ((uint64_t(1) << (shift - 1)) - 1) + ((abs >> shift) & 1);
+    uint64_t r =
+        abs + ((uint64_t(1) << (shift - 1)) - 1) + ((abs >> shift) & 1);
     mag = (r >> shift) - (static_cast<uint64_t>(1023 - f.bias) << f.manBits);
   }
   if (mag > f.maxBits) {

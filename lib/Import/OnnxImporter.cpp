@@ -295,7 +295,7 @@ GraphLowering::literalFromTensorProto(const onnx::TensorProto &t,
                               : static_cast<uint8_t>(t.int32_data(j));
     };
     size_t have = t.has_raw_data() ? t.raw_data().size()
-                                    : static_cast<size_t>(t.int32_data_size());
+                                   : static_cast<size_t>(t.int32_data_size());
     if (have != packed) {
       emitError(loc) << "tensor '" << t.name() << "' holds " << have
                      << " packed bytes, its shape " << formatShape(shape)
@@ -663,8 +663,7 @@ LogicalResult GraphLowering::lowerNode(const onnx::NodeProto &node,
   // does not implement; without it they mean what they meant in opset 23.
   if (opset > 23) {
     static const std::pair<const char *, const char *> newAttributes[] = {
-        {"Range", "stash_type"},
-        {"SpaceToDepth", "mode"}};
+        {"Range", "stash_type"}, {"SpaceToDepth", "mode"}};
     for (auto [op, attr] : newAttributes)
       for (const auto &a : node.attribute())
         if (node.op_type() == op && a.name() == attr) {
@@ -745,11 +744,11 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
       continue;
     Location loc = NameLoc::get(builder.getStringAttr(in.name));
     int32_t dtype = v.dtype;
-    v.tensor = emitElementwise(builder, loc, v.tensor, builder.getI8Type(),
-                               v.shape,
-                               [&](OpBuilder &b, Location l, ValueRange a) {
-                                 return emitWrapSubByteInt(b, l, a[0], dtype);
-                               });
+    v.tensor =
+        emitElementwise(builder, loc, v.tensor, builder.getI8Type(), v.shape,
+                        [&](OpBuilder &b, Location l, ValueRange a) {
+                          return emitWrapSubByteInt(b, l, a[0], dtype);
+                        });
   }
   for (const auto &node : graph.node())
     if (failed(lowerNode(node, opset)))

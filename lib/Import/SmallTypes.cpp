@@ -56,7 +56,9 @@ struct Ops {
   Value f(double v) {
     return arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, v));
   }
-  Value shl(Value x, int64_t n) { return arith::ShLIOp::create(b, loc, x, c(n)); }
+  Value shl(Value x, int64_t n) {
+    return arith::ShLIOp::create(b, loc, x, c(n));
+  }
   Value shr(Value x, int64_t n) {
     return arith::ShRUIOp::create(b, loc, x, c(n));
   }
@@ -68,11 +70,15 @@ struct Ops {
   Value cmp(arith::CmpIPredicate p, Value x, Value y) {
     return arith::CmpIOp::create(b, loc, p, x, y);
   }
-  Value eq(Value x, int64_t v) { return cmp(arith::CmpIPredicate::eq, x, c(v)); }
+  Value eq(Value x, int64_t v) {
+    return cmp(arith::CmpIPredicate::eq, x, c(v));
+  }
   Value sel(Value cond, Value x, Value y) {
     return arith::SelectOp::create(b, loc, cond, x, y);
   }
-  Value toF32(Value bits) { return arith::BitcastOp::create(b, loc, f32, bits); }
+  Value toF32(Value bits) {
+    return arith::BitcastOp::create(b, loc, f32, bits);
+  }
   Value toBits(Value x) { return arith::BitcastOp::create(b, loc, i32, x); }
   Value byte(Value x) {
     return arith::TruncIOp::create(b, loc, b.getI8Type(), x);
@@ -96,16 +102,15 @@ Value emitSmallFloatToF32(OpBuilder &b, Location loc, Value v, int32_t dtype) {
   Value man = o.andi(mag, (1 << mf.manBits) - 1);
   Value normal = o.toF32(
       o.add(o.shl(mag, 23 - mf.manBits), o.c(int64_t(127 - mf.bias) << 23)));
-  Value sub = arith::MulFOp::create(
-      b, loc, arith::UIToFPOp::create(b, loc, o.f32, man),
-      o.f(std::ldexp(1.0, 1 - mf.bias - mf.manBits)));
+  Value sub =
+      arith::MulFOp::create(b, loc, arith::UIToFPOp::create(b, loc, o.f32, man),
+                            o.f(std::ldexp(1.0, 1 - mf.bias - mf.manBits)));
   Value r = o.sel(o.eq(exp, 0), sub, normal);
   int64_t expOnes = int64_t((1 << mf.expBits) - 1) << mf.manBits;
   switch (mf.kind) {
   case MiniFloat::IEEE:
     r = o.sel(o.eq(mag, expOnes), o.f(INFINITY), r);
-    r = o.sel(o.cmp(arith::CmpIPredicate::ugt, mag, o.c(expOnes)), o.f(NAN),
-              r);
+    r = o.sel(o.cmp(arith::CmpIPredicate::ugt, mag, o.c(expOnes)), o.f(NAN), r);
     break;
   case MiniFloat::FN:
     r = o.sel(o.eq(mag, (1 << magBits) - 1), o.f(NAN), r);
@@ -140,7 +145,8 @@ Value emitFloatToSmallFloat(OpBuilder &b, Location loc, Value v, int32_t dtype,
     if (round == RoundMode::Nearest) {
       Value lsb = o.cmp(arith::CmpIPredicate::ne, exp, o.c(0));
       Value rest = arith::OrIOp::create(
-          b, loc, arith::OrIOp::create(b, loc, nonzero(0x200000), nonzero(0x1fffff)),
+          b, loc,
+          arith::OrIOp::create(b, loc, nonzero(0x200000), nonzero(0x1fffff)),
           lsb);
       up = arith::AndIOp::create(b, loc, nonzero(0x400000), rest);
     } else if (round == RoundMode::Up) {
@@ -178,12 +184,12 @@ Value emitFloatToSmallFloat(OpBuilder &b, Location loc, Value v, int32_t dtype,
   int shift = srcMan - mf.manBits;
   Value rounded = o.add(o.add(abs, o.c((int64_t(1) << (shift - 1)) - 1)),
                         o.andi(o.shr(abs, shift), 1));
-  Value normal = arith::SubIOp::create(
-      b, loc, o.shr(rounded, shift),
-      o.c(int64_t(srcBias - mf.bias) << mf.manBits));
+  Value normal =
+      arith::SubIOp::create(b, loc, o.shr(rounded, shift),
+                            o.c(int64_t(srcBias - mf.bias) << mf.manBits));
   int64_t minNormal = int64_t(srcBias + 1 - mf.bias) << srcMan;
-  Value mag = o.sel(o.cmp(arith::CmpIPredicate::ult, abs, o.c(minNormal)),
-                    sub, normal);
+  Value mag =
+      o.sel(o.cmp(arith::CmpIPredicate::ult, abs, o.c(minNormal)), sub, normal);
   // Overflow (Inf included): the largest finite value when saturating or
   // for float4, else Inf (e5m2) or NaN.
   int64_t overflow = mf.maxBits;

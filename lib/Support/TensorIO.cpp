@@ -38,18 +38,16 @@ struct DescrEntry {
   mcc_dtype dtype;
 };
 // numpy has no bfloat16: ml_dtypes' bfloat16 saves as a 2-byte void, read
-// as bfloat16; makeNpy writes bfloat16 as uint16 bit patterns.
+// as bfloat16; makeNpy writes bfloat16 as uint16 bit patterns. ml_dtypes'
+// one-byte types (float8, int4, ...) save as a 1-byte void (float8_e5m2 as
+// "<f1"): read as bytes, which a small-type input accepts (docs/design/0009).
 const DescrEntry kDescrs[] = {
     {"<f4", MCC_FLOAT32},  {"<f8", MCC_FLOAT64},  {"<f2", MCC_FLOAT16},
     {"<i8", MCC_INT64},    {"<i4", MCC_INT32},    {"|i1", MCC_INT8},
     {"|u1", MCC_UINT8},    {"|b1", MCC_BOOL},     {"<i2", MCC_INT16},
     {"<u2", MCC_UINT16},   {"<u4", MCC_UINT32},   {"<u8", MCC_UINT64},
-    {"<V2", MCC_BFLOAT16}, {"|V2", MCC_BFLOAT16},
-    // ml_dtypes' one-byte types (float8, int4, ...) save as a 1-byte void
-    // (float8_e5m2 as "<f1"): read as bytes, which a small-type input
-    // accepts (docs/design/0009).
-    {"|V1", MCC_UINT8},    {"<V1", MCC_UINT8},    {"<f1", MCC_UINT8},
-    {"|f1", MCC_UINT8},
+    {"<V2", MCC_BFLOAT16}, {"|V2", MCC_BFLOAT16}, {"|V1", MCC_UINT8},
+    {"<V1", MCC_UINT8},    {"<f1", MCC_UINT8},    {"|f1", MCC_UINT8},
 };
 
 bool parseNpy(const std::string &name, const std::vector<uint8_t> &bytes,
@@ -128,9 +126,9 @@ std::vector<uint8_t> makeNpy(const HostTensor &t) {
   // bfloat16 as its bit patterns: readable without ml_dtypes, exact, and
   // .view(ml_dtypes.bfloat16) gives the values.
   // The one-byte small types likewise as uint8 bytes (.view(ml_dtypes.X)).
-  const char *descr = t.dtype == MCC_BFLOAT16                ? "<u2"
+  const char *descr = t.dtype == MCC_BFLOAT16          ? "<u2"
                       : t.dtype >= 17 && t.dtype <= 26 ? "|u1"
-                                                             : "<f4";
+                                                       : "<f4";
   for (const auto &e : kDescrs)
     if (e.dtype == t.dtype && t.dtype != MCC_BFLOAT16) {
       descr = e.descr;
@@ -303,11 +301,11 @@ bool readTensorProto(const std::string &path, HostTensor &t,
   }
   size_t n = t.numElements(), esize = mcc_dtype_size(t.dtype);
   t.data.assign(n * esize, 0);
-  int bits = t.dtype == MCC_UINT4 || t.dtype == MCC_INT4 ||
-                     t.dtype == MCC_FLOAT4E2M1
-                 ? 4
-             : t.dtype == MCC_UINT2 || t.dtype == MCC_INT2 ? 2
-                                                           : 8;
+  int bits =
+      t.dtype == MCC_UINT4 || t.dtype == MCC_INT4 || t.dtype == MCC_FLOAT4E2M1
+          ? 4
+      : t.dtype == MCC_UINT2 || t.dtype == MCC_INT2 ? 2
+                                                    : 8;
   if (bits < 8) {
     // ONNX packs these, low bits first, in raw_data or one byte per
     // int32_data entry; the runtime takes one element per byte.
@@ -315,8 +313,8 @@ bool readTensorProto(const std::string &path, HostTensor &t,
     size_t have = proto.has_raw_data() ? proto.raw_data().size()
                                        : (size_t)proto.int32_data_size();
     if (have != packed) {
-      error = path + ": packed data does not match shape " +
-              shapeToString(t.shape);
+      error =
+          path + ": packed data does not match shape " + shapeToString(t.shape);
       return false;
     }
     for (size_t i = 0; i < n; ++i) {

@@ -179,9 +179,9 @@ mlir::Value emitFloatToSubByteInt(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value emitWrapSubByteInt(mlir::OpBuilder &b, mlir::Location loc,
                                mlir::Value v, int32_t dtype);
 /// emitScalarCast where `from` or `to` is a small type.
-mlir::Value emitSmallCast(mlir::OpBuilder &b, mlir::Location loc,
-                          mlir::Value v, int32_t from, int32_t to,
-                          mlir::Type toType, const CastOptions &opts);
+mlir::Value emitSmallCast(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                          int32_t from, int32_t to, mlir::Type toType,
+                          const CastOptions &opts);
 
 int64_t normalizeAxis(int64_t axis, int64_t rank);
 
