@@ -54,14 +54,6 @@ void subByteIntRange(int32_t d, int64_t &lo, int64_t &hi) {
   hi = isSigned ? (int64_t(1) << (bits - 1)) - 1 : (int64_t(1) << bits) - 1;
 }
 
-namespace {
-/// A float8/float4 format: exponent and mantissa bits, bias, and what its
-/// all-ones patterns mean.
-struct MiniFloat {
-  int expBits, manBits, bias;
-  enum Kind { IEEE, FN, FNUZ, NoSpecials } kind;
-  uint32_t maxBits; // largest finite magnitude pattern
-};
 MiniFloat miniFloat(int32_t d) {
   switch (d) {
   case kFloat8E4M3FN:
@@ -76,7 +68,6 @@ MiniFloat miniFloat(int32_t d) {
     return {2, 1, 1, MiniFloat::NoSpecials, 0x7};
   }
 }
-} // namespace
 
 float smallFloatToFloat(uint8_t bits, int32_t d) {
   if (d == kFloat8E8M0) {

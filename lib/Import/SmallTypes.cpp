@@ -21,40 +21,19 @@ using namespace mlir;
 namespace mcc {
 namespace {
 
-struct MiniFloat {
-  int expBits, manBits, bias;
-  enum Kind { IEEE, FN, FNUZ, NoSpecials } kind;
-  uint32_t maxBits;
-};
-
-MiniFloat miniFloat(int32_t d) {
-  switch (d) {
-  case kFloat8E4M3FN:
-    return {4, 3, 7, MiniFloat::FN, 0x7e};
-  case kFloat8E4M3FNUZ:
-    return {4, 3, 8, MiniFloat::FNUZ, 0x7f};
-  case kFloat8E5M2:
-    return {5, 2, 15, MiniFloat::IEEE, 0x7b};
-  case kFloat8E5M2FNUZ:
-    return {5, 2, 16, MiniFloat::FNUZ, 0x7f};
-  default: // kFloat4E2M1
-    return {2, 1, 1, MiniFloat::NoSpecials, 0x7};
-  }
-}
-
-/// Integer and float scalar builders over one float type (f32 unless
-/// given) and the integer type of its width.
+/// Integer and float scalar builders over one float type `ft` (f32 unless
+/// given) and the integer type `it` of its width.
 struct Ops {
   OpBuilder &b;
   Location loc;
-  Type f32 = b.getF32Type();
-  Type i32 = b.getIntegerType(f32.getIntOrFloatBitWidth());
+  Type ft = b.getF32Type();
+  Type it = b.getIntegerType(ft.getIntOrFloatBitWidth());
 
   Value c(int64_t v) {
-    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(i32, v));
+    return arith::ConstantOp::create(b, loc, b.getIntegerAttr(it, v));
   }
   Value f(double v) {
-    return arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, v));
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(ft, v));
   }
   Value shl(Value x, int64_t n) {
     return arith::ShLIOp::create(b, loc, x, c(n));
@@ -76,10 +55,10 @@ struct Ops {
   Value sel(Value cond, Value x, Value y) {
     return arith::SelectOp::create(b, loc, cond, x, y);
   }
-  Value toF32(Value bits) {
-    return arith::BitcastOp::create(b, loc, f32, bits);
+  Value toFloat(Value bits) {
+    return arith::BitcastOp::create(b, loc, ft, bits);
   }
-  Value toBits(Value x) { return arith::BitcastOp::create(b, loc, i32, x); }
+  Value toBits(Value x) { return arith::BitcastOp::create(b, loc, it, x); }
   Value byte(Value x) {
     return arith::TruncIOp::create(b, loc, b.getI8Type(), x);
   }
@@ -89,10 +68,10 @@ struct Ops {
 
 Value emitSmallFloatToF32(OpBuilder &b, Location loc, Value v, int32_t dtype) {
   Ops o{b, loc};
-  Value x = arith::ExtUIOp::create(b, loc, o.i32, v);
+  Value x = arith::ExtUIOp::create(b, loc, o.it, v);
   if (dtype == kFloat8E8M0) {
     // 2^(x - 127); 0 is 2^-127, a float32 subnormal; 0xff is NaN.
-    Value r = o.toF32(o.sel(o.eq(x, 0), o.c(0x00400000), o.shl(x, 23)));
+    Value r = o.toFloat(o.sel(o.eq(x, 0), o.c(0x00400000), o.shl(x, 23)));
     return o.sel(o.eq(x, 0xff), o.f(NAN), r);
   }
   MiniFloat mf = miniFloat(dtype);
@@ -100,10 +79,10 @@ Value emitSmallFloatToF32(OpBuilder &b, Location loc, Value v, int32_t dtype) {
   Value mag = o.andi(x, (1 << magBits) - 1);
   Value exp = o.shr(mag, mf.manBits);
   Value man = o.andi(mag, (1 << mf.manBits) - 1);
-  Value normal = o.toF32(
+  Value normal = o.toFloat(
       o.add(o.shl(mag, 23 - mf.manBits), o.c(int64_t(127 - mf.bias) << 23)));
   Value sub =
-      arith::MulFOp::create(b, loc, arith::UIToFPOp::create(b, loc, o.f32, man),
+      arith::MulFOp::create(b, loc, arith::UIToFPOp::create(b, loc, o.ft, man),
                             o.f(std::ldexp(1.0, 1 - mf.bias - mf.manBits)));
   Value r = o.sel(o.eq(exp, 0), sub, normal);
   int64_t expOnes = int64_t((1 << mf.expBits) - 1) << mf.manBits;
@@ -122,7 +101,7 @@ Value emitSmallFloatToF32(OpBuilder &b, Location loc, Value v, int32_t dtype) {
     break;
   }
   Value sign = o.shl(o.andi(o.shr(x, magBits), 1), 31);
-  return o.toF32(o.ori(o.toBits(r), sign));
+  return o.toFloat(o.ori(o.toBits(r), sign));
 }
 
 Value emitFloatToSmallFloat(OpBuilder &b, Location loc, Value v, int32_t dtype,
@@ -132,8 +111,8 @@ Value emitFloatToSmallFloat(OpBuilder &b, Location loc, Value v, int32_t dtype,
     // The reference converts to float32 first.
     if (!v.getType().isF32())
       v = v.getType().getIntOrFloatBitWidth() > 32
-              ? Value(arith::TruncFOp::create(b, loc, o.f32, v))
-              : Value(arith::ExtFOp::create(b, loc, o.f32, v));
+              ? Value(arith::TruncFOp::create(b, loc, o.ft, v))
+              : Value(arith::ExtFOp::create(b, loc, o.ft, v));
     Value x = o.toBits(v);
     // onnx.numpy_helper.to_float8e8m0: the float32 exponent, rounded by the
     // bits below it; the sign is dropped; Inf and NaN become NaN.
@@ -157,7 +136,7 @@ Value emitFloatToSmallFloat(OpBuilder &b, Location loc, Value v, int32_t dtype,
       if (saturate)
         up = arith::AndIOp::create(
             b, loc, up, o.cmp(arith::CmpIPredicate::ne, exp, o.c(0xfe)));
-      r = o.add(exp, arith::ExtUIOp::create(b, loc, o.i32, up));
+      r = o.add(exp, arith::ExtUIOp::create(b, loc, o.it, up));
     }
     return o.byte(o.sel(o.eq(exp, 0xff), o.c(0xff), r));
   }
@@ -177,9 +156,9 @@ Value emitFloatToSmallFloat(OpBuilder &b, Location loc, Value v, int32_t dtype,
   // Below the target's smallest normal: a multiple of its smallest step,
   // exact in the source type once scaled, rounded half to even.
   Value scaled = arith::MulFOp::create(
-      b, loc, o.toF32(abs), o.f(std::ldexp(1.0, mf.bias - 1 + mf.manBits)));
+      b, loc, o.toFloat(abs), o.f(std::ldexp(1.0, mf.bias - 1 + mf.manBits)));
   Value sub = arith::FPToUIOp::create(
-      b, loc, o.i32, math::RoundEvenOp::create(b, loc, scaled));
+      b, loc, o.it, math::RoundEvenOp::create(b, loc, scaled));
   // Normal: round the source mantissa half to even, then rebias.
   int shift = srcMan - mf.manBits;
   Value rounded = o.add(o.add(abs, o.c((int64_t(1) << (shift - 1)) - 1)),

@@ -66,6 +66,18 @@ int dtypeBits(int32_t dtype);
 /// Value range of a sub-byte integer type.
 void subByteIntRange(int32_t dtype, int64_t &lo, int64_t &hi);
 
+/// A float8/float4 format: exponent and mantissa bits, bias, what its
+/// all-ones patterns mean (IEEE: Inf and NaN, e5m2; FN: only S.1111.111 is
+/// NaN; FNUZ: 0x80 is NaN, no -0; float4: none), and its largest finite
+/// magnitude pattern.
+struct MiniFloat {
+  int expBits, manBits, bias;
+  enum Kind { IEEE, FN, FNUZ, NoSpecials } kind;
+  uint32_t maxBits;
+};
+/// The format of float8e4m3fn/e4m3fnuz/e5m2/e5m2fnuz or float4e2m1.
+MiniFloat miniFloat(int32_t dtype);
+
 /// How Cast rounds to float8e8m0 (opset 25's round_mode attribute).
 enum class RoundMode { Up, Down, Nearest };
 
