@@ -11,7 +11,9 @@ compared with the expected output_<i>.pb (output i = graph output i):
   * integer, bool and string outputs must match exactly;
   * bfloat16 outputs (uint16 bit patterns in mcc's .npz) compare as float32
     values like floats; against ONNX 1.12/1.13 data, which stores them as
-    UINT16 made by truncation, within one bfloat16 ulp (as_bf16_values).
+    UINT16 made by truncation, within one bfloat16 ulp (as_bf16_values);
+  * float8/int4/... outputs (uint8 bytes in mcc's .npz) are viewed as the
+    expected ml_dtypes type and compared as above.
 
 Each test ends in one category: pass, compile-fail, run-fail, mismatch, timeout,
 or skipped (excluded families: training ops, sequence/optional ops, models with
@@ -290,6 +292,13 @@ def as_bf16_values(got, exp, rtol, atol):
     return got, exp, rtol, atol
 
 
+# float8, 4-bit and 2-bit types, float8e8m0 (17-26): `mcc run` writes them
+# as uint8 bytes laid out as ml_dtypes (numpy_helper.to_array) has them, one
+# element per byte (docs/design/0009), so they are viewed as the expected
+# ml_dtypes type and compared like the other types.
+SMALL_TYPES = set(range(17, 27))
+
+
 NEEDS_VALUE_RE = re.compile(r"input \d+ \('([^']+)'\) must be known at compile time")
 
 
@@ -451,6 +460,9 @@ def _run_test(t, args, workdir, res):
                 got, rtol, atol = got_all[name], args.rtol, args.atol
                 if out_types[i] == onnx.TensorProto.BFLOAT16:
                     got, exp, rtol, atol = as_bf16_values(got, exp, rtol, atol)
+                elif out_types[i] in SMALL_TYPES and got.dtype == np.uint8 \
+                        and exp.dtype.itemsize == 1:
+                    got = got.view(exp.dtype)  # ml_dtypes' bytes, see SMALL_TYPES
                 diff = compare(got, exp, rtol, atol)
                 if diff is not None:
                     why, err = diff

@@ -41,6 +41,19 @@ typedef enum mcc_dtype {
   MCC_UINT64 = 13,
   /* 2 bytes: the upper half of a float32 */
   MCC_BFLOAT16 = 16,
+  /* The small types take one byte per element, as numpy's ml_dtypes has
+   * them: float8 bit patterns; 4- and 2-bit types in the low bits (written
+   * with the upper bits zero, read ignoring them). See docs/design/0009. */
+  MCC_FLOAT8E4M3FN = 17,
+  MCC_FLOAT8E4M3FNUZ = 18,
+  MCC_FLOAT8E5M2 = 19,
+  MCC_FLOAT8E5M2FNUZ = 20,
+  MCC_UINT4 = 21,
+  MCC_INT4 = 22,
+  MCC_FLOAT4E2M1 = 23,
+  MCC_FLOAT8E8M0 = 24,
+  MCC_UINT2 = 25,
+  MCC_INT2 = 26,
 } mcc_dtype; /* values follow onnx.TensorProto.DataType */
 
 #define MCC_MAX_RANK 8

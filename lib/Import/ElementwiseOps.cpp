@@ -992,8 +992,21 @@ void registerElementwiseLowerings() {
     if (!isSupportedDType(to))
       return n.fail("cast to unsupported dtype " + Twine(to));
     int32_t from = n.dtype(0);
+    // saturate (opset 19) and round_mode (25) only change casts to the
+    // small float types.
+    CastOptions opts;
+    opts.saturate = n.attrInt("saturate", 1) != 0;
+    std::string mode = n.attrString("round_mode", "up");
+    if (mode == "up")
+      opts.round = RoundMode::Up;
+    else if (mode == "down")
+      opts.round = RoundMode::Down;
+    else if (mode == "nearest")
+      opts.round = RoundMode::Nearest;
+    else
+      return n.fail("unknown round_mode '" + mode + "'");
     if (n.isLiteral(0)) {
-      n.setOutput(0, n.literal(0).castTo(to));
+      n.setOutput(0, n.literal(0).castTo(to, opts.saturate, opts.round));
       return success();
     }
     if (from == to) {
@@ -1001,11 +1014,11 @@ void registerElementwiseLowerings() {
       return success();
     }
     Type toType = n.elementType(to);
-    Value r =
-        emitElementwise(n.builder(), n.loc(), n.value(0), toType, n.shape(0),
-                        [&](OpBuilder &b, Location loc, ValueRange a) {
-                          return emitScalarCast(b, loc, a[0], from, to, toType);
-                        });
+    Value r = emitElementwise(
+        n.builder(), n.loc(), n.value(0), toType, n.shape(0),
+        [&](OpBuilder &b, Location loc, ValueRange a) {
+          return emitScalarCast(b, loc, a[0], from, to, toType, opts);
+        });
     n.setOutput(0, r, to);
     return success();
   };
@@ -1014,6 +1027,36 @@ void registerElementwiseLowerings() {
   };
   opLowerings()["CastLike"] = [castTo](NodeLowering &n) {
     return castTo(n, n.dtype(1));
+  };
+  // BitCast (opset 26): the same bits as another type of the same width.
+  opLowerings()["BitCast"] = [](NodeLowering &n) -> LogicalResult {
+    int32_t from = n.dtype(0), to = static_cast<int32_t>(n.attrInt("to", 0));
+    if (!isSupportedDType(to))
+      return n.fail("bitcast to unsupported dtype " + Twine(to));
+    if (dtypeBits(from) != dtypeBits(to))
+      return n.fail("bitcast between types of different widths (" +
+                    dtypeName(from) + ", " + dtypeName(to) + ")");
+    Type toType = n.elementType(to);
+    Value r = emitElementwise(
+        n.builder(), n.loc(), n.value(0), toType, n.shape(0),
+        [&](OpBuilder &b, Location loc, ValueRange a) -> Value {
+          Value v = a[0];
+          if (v.getType() == toType) {
+            // Sub-byte integers are extended in IR: re-extend the low bits.
+            if (dtypeBits(to) < 8)
+              return emitWrapSubByteInt(b, loc, v, to);
+            return v;
+          }
+          if (from == kBool) // bool is i1 in IR, one byte in memory
+            return arith::ExtUIOp::create(b, loc, toType, v);
+          if (to == kBool)
+            return arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::ne, v,
+                scalarConstant(b, loc, v.getType(), 0));
+          return arith::BitcastOp::create(b, loc, toType, v);
+        });
+    n.setOutput(0, r, to);
+    return success();
   };
 }
 

@@ -24,8 +24,155 @@ bool isSupportedDType(int32_t d) {
   case kBFloat16:
     return true;
   default:
-    return false;
+    return isSmallDType(d);
   }
+}
+
+bool isSmallFloatDType(int32_t d) {
+  return (d >= kFloat8E4M3FN && d <= kFloat8E5M2FNUZ) || d == kFloat4E2M1 ||
+         d == kFloat8E8M0;
+}
+
+bool isSubByteIntDType(int32_t d) {
+  return d == kUInt4 || d == kInt4 || d == kUInt2 || d == kInt2;
+}
+
+bool isSmallDType(int32_t d) { return d >= kFloat8E4M3FN && d <= kInt2; }
+
+int dtypeBits(int32_t d) {
+  if (d == kUInt4 || d == kInt4 || d == kFloat4E2M1)
+    return 4;
+  if (d == kUInt2 || d == kInt2)
+    return 2;
+  return 8 * static_cast<int>(dtypeSize(d));
+}
+
+void subByteIntRange(int32_t d, int64_t &lo, int64_t &hi) {
+  int bits = dtypeBits(d);
+  bool isSigned = d == kInt4 || d == kInt2;
+  lo = isSigned ? -(int64_t(1) << (bits - 1)) : 0;
+  hi = isSigned ? (int64_t(1) << (bits - 1)) - 1 : (int64_t(1) << bits) - 1;
+}
+
+MiniFloat miniFloat(int32_t d) {
+  switch (d) {
+  case kFloat8E4M3FN:
+    return {4, 3, 7, MiniFloat::FN, 0x7e};
+  case kFloat8E4M3FNUZ:
+    return {4, 3, 8, MiniFloat::FNUZ, 0x7f};
+  case kFloat8E5M2:
+    return {5, 2, 15, MiniFloat::IEEE, 0x7b};
+  case kFloat8E5M2FNUZ:
+    return {5, 2, 16, MiniFloat::FNUZ, 0x7f};
+  default: // kFloat4E2M1
+    return {2, 1, 1, MiniFloat::NoSpecials, 0x7};
+  }
+}
+
+float smallFloatToFloat(uint8_t bits, int32_t d) {
+  if (d == kFloat8E8M0) {
+    if (bits == 0xff)
+      return NAN;
+    return std::ldexp(1.0f, static_cast<int>(bits) - 127);
+  }
+  MiniFloat f = miniFloat(d);
+  int magBits = f.expBits + f.manBits;
+  uint32_t sign = (bits >> magBits) & 1, mag = bits & ((1u << magBits) - 1);
+  uint32_t exp = mag >> f.manBits, man = mag & ((1u << f.manBits) - 1);
+  if (f.kind == MiniFloat::FNUZ && bits == 0x80)
+    return NAN;
+  if (f.kind == MiniFloat::FN && mag == (1u << magBits) - 1)
+    return sign ? -NAN : NAN;
+  if (f.kind == MiniFloat::IEEE && exp == (1u << f.expBits) - 1)
+    return man ? (sign ? -NAN : NAN) : (sign ? -INFINITY : INFINITY);
+  float v = exp == 0
+                ? std::ldexp(static_cast<float>(man), 1 - f.bias - f.manBits)
+                : std::ldexp(static_cast<float>(man | (1u << f.manBits)),
+                             static_cast<int>(exp) - f.bias - f.manBits);
+  return sign ? -v : v;
+}
+
+uint8_t floatToSmallFloat(double v, int32_t d, bool saturate, RoundMode round) {
+  if (d == kFloat8E8M0) {
+    // onnx.numpy_helper.to_float8e8m0: the float32 exponent, rounded by
+    // the bits below it; the sign is dropped.
+    float f = static_cast<float>(v);
+    uint32_t x;
+    std::memcpy(&x, &f, 4);
+    uint32_t exp = (x >> 23) & 0xff;
+    if (exp == 0xff)
+      return 0xff;
+    bool up = false;
+    if (round == RoundMode::Nearest)
+      up = (x & 0x400000) && ((x & 0x200000) || (x & 0x1fffff) || exp > 0);
+    else if (round == RoundMode::Up)
+      up = (x & 0x7fffff) != 0;
+    if (up && !(saturate && exp == 0xfe))
+      ++exp;
+    return static_cast<uint8_t>(exp);
+  }
+  // Rounded once from the double (float32 values convert exactly).
+  MiniFloat f = miniFloat(d);
+  int magBits = f.expBits + f.manBits;
+  uint64_t x;
+  std::memcpy(&x, &v, 8);
+  uint64_t sign = x >> 63, abs = x & ~(uint64_t(1) << 63);
+  if (abs > (uint64_t(0x7ff) << 52)) { // NaN
+    switch (f.kind) {
+    case MiniFloat::IEEE:
+      return static_cast<uint8_t>((sign << 7) | 0x7e);
+    case MiniFloat::FN:
+      return static_cast<uint8_t>((sign << 7) | 0x7f);
+    case MiniFloat::FNUZ:
+      return 0x80;
+    case MiniFloat::NoSpecials:
+      return static_cast<uint8_t>((sign ^ 1) << 3); // as ml_dtypes
+    }
+  }
+  uint64_t mag;
+  uint64_t minNormal = static_cast<uint64_t>(1023 + 1 - f.bias) << 52;
+  if (abs < minNormal) {
+    // Subnormal (or zero) in the target: a multiple of its smallest step,
+    // exact in double after scaling.
+    double a;
+    std::memcpy(&a, &abs, 8);
+    mag = static_cast<uint64_t>(
+        std::nearbyint(std::ldexp(a, f.bias - 1 + f.manBits)));
+  } else {
+    int shift = 52 - f.manBits;
+    uint64_t r =
+        abs + ((uint64_t(1) << (shift - 1)) - 1) + ((abs >> shift) & 1);
+    mag = (r >> shift) - (static_cast<uint64_t>(1023 - f.bias) << f.manBits);
+  }
+  if (mag > f.maxBits) {
+    if (saturate || f.kind == MiniFloat::NoSpecials)
+      mag = f.maxBits;
+    else if (f.kind == MiniFloat::IEEE)
+      mag = 0x7c;
+    else if (f.kind == MiniFloat::FN)
+      mag = 0x7f;
+    else
+      return 0x80;
+  }
+  if (f.kind == MiniFloat::FNUZ && mag == 0)
+    return 0; // no negative zero
+  return static_cast<uint8_t>((sign << magBits) | mag);
+}
+
+int64_t floatToSubByteInt(double v, int32_t d) {
+  int64_t lo, hi;
+  subByteIntRange(d, lo, hi);
+  if (!(v > static_cast<double>(lo - 1) && v < static_cast<double>(hi + 1)))
+    return 0;
+  return static_cast<int64_t>(v);
+}
+
+int64_t wrapSubByteInt(int64_t v, int32_t d) {
+  int bits = dtypeBits(d);
+  uint64_t low = static_cast<uint64_t>(v) & ((uint64_t(1) << bits) - 1);
+  if ((d == kInt4 || d == kInt2) && (low >> (bits - 1)))
+    return static_cast<int64_t>(low) - (int64_t(1) << bits);
+  return static_cast<int64_t>(low);
 }
 
 bool isFloatDType(int32_t d) {
@@ -84,6 +231,26 @@ std::string dtypeName(int32_t d) {
     return "uint64";
   case kBFloat16:
     return "bfloat16";
+  case kFloat8E4M3FN:
+    return "float8e4m3fn";
+  case kFloat8E4M3FNUZ:
+    return "float8e4m3fnuz";
+  case kFloat8E5M2:
+    return "float8e5m2";
+  case kFloat8E5M2FNUZ:
+    return "float8e5m2fnuz";
+  case kUInt4:
+    return "uint4";
+  case kInt4:
+    return "int4";
+  case kFloat4E2M1:
+    return "float4e2m1";
+  case kFloat8E8M0:
+    return "float8e8m0";
+  case kUInt2:
+    return "uint2";
+  case kInt2:
+    return "int2";
   default:
     return "dtype#" + std::to_string(d);
   }
@@ -234,12 +401,14 @@ double Literal::getF(int64_t i) const {
   case kBFloat16:
     return bf16ToFloat(load<uint16_t>(p, i));
   default:
+    if (isSmallFloatDType(dtype_))
+      return smallFloatToFloat(p[i], dtype_);
     return static_cast<double>(getI(i));
   }
 }
 
 double Literal::getAsDouble(int64_t i) const {
-  if (isFloatDType(dtype_))
+  if (isFloatDType(dtype_) || isSmallFloatDType(dtype_))
     return getF(i);
   if (dtype_ == kUInt64)
     return static_cast<double>(static_cast<uint64_t>(getI(i)));
@@ -254,8 +423,12 @@ int64_t Literal::getI(int64_t i) const {
   case kInt32:
     return load<int32_t>(p, i);
   case kInt8:
+  case kInt4:
+  case kInt2:
     return load<int8_t>(p, i);
   case kUInt8:
+  case kUInt4:
+  case kUInt2:
     return load<uint8_t>(p, i);
   case kInt16:
     return load<int16_t>(p, i);
@@ -284,6 +457,12 @@ void Literal::setF(int64_t i, double v) {
   case kBFloat16:
     return store<uint16_t>(p, i, floatToBf16(static_cast<float>(v)));
   default:
+    if (isSmallFloatDType(dtype_)) {
+      p[i] = floatToSmallFloat(v, dtype_);
+      return;
+    }
+    if (isSubByteIntDType(dtype_))
+      return setI(i, floatToSubByteInt(v, dtype_));
     return setI(i, doubleToIntBits(v, dtype_));
   }
 }
@@ -309,13 +488,19 @@ void Literal::setI(int64_t i, int64_t v) {
     return store<uint64_t>(p, i, static_cast<uint64_t>(v));
   case kBool:
     return store<uint8_t>(p, i, v != 0);
+  case kInt4:
+  case kInt2:
+  case kUInt4:
+  case kUInt2:
+    return store<int8_t>(p, i, static_cast<int8_t>(wrapSubByteInt(v, dtype_)));
   default:
     return setF(i, static_cast<double>(v));
   }
 }
 
 void Literal::setFromDouble(int64_t i, double v) {
-  if (isFloatDType(dtype_))
+  if (isFloatDType(dtype_) || isSmallFloatDType(dtype_) ||
+      isSubByteIntDType(dtype_))
     setF(i, v);
   else if (dtype_ == kBool)
     setI(i, v != 0.0);
@@ -336,13 +521,19 @@ Literal Literal::reshaped(Shape shape) const {
   return r;
 }
 
-Literal Literal::castTo(int32_t dtype) const {
+Literal Literal::castTo(int32_t dtype, bool saturate, RoundMode round) const {
   if (dtype == dtype_)
     return *this;
   Literal r(dtype, shape_);
-  bool srcFloat = isFloatDType(dtype_), dstFloat = isFloatDType(dtype);
+  bool srcFloat = isFloatDType(dtype_) || isSmallFloatDType(dtype_),
+       dstFloat = isFloatDType(dtype);
   for (int64_t i = 0, n = size(); i < n; ++i) {
-    if (dstFloat)
+    if (isSmallFloatDType(dtype))
+      r.mutableData()[i] =
+          floatToSmallFloat(getAsDouble(i), dtype, saturate, round);
+    else if (isSubByteIntDType(dtype))
+      r.setI(i, srcFloat ? floatToSubByteInt(getF(i), dtype) : getI(i));
+    else if (dstFloat)
       r.setF(i, getAsDouble(i));
     else if (dtype == kBool)
       r.setI(i, srcFloat ? getF(i) != 0.0 : getI(i) != 0);

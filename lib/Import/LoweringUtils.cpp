@@ -212,10 +212,12 @@ Value scalarConstant(OpBuilder &b, Location loc, Type type, double value) {
 }
 
 Value emitScalarCast(OpBuilder &b, Location loc, Value v, int32_t from,
-                     int32_t to, Type toType) {
+                     int32_t to, Type toType, const CastOptions &opts) {
   Type fromType = v.getType();
   if (fromType == toType && from == to)
     return v;
+  if (isSmallDType(from) || isSmallDType(to))
+    return emitSmallCast(b, loc, v, from, to, toType, opts);
   bool fromFloat = isa<FloatType>(fromType), toFloat = isa<FloatType>(toType);
   if (to == kBool) {
     if (fromFloat) {

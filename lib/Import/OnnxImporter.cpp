@@ -159,6 +159,8 @@ public:
     case kBool:
       return builder.getI1Type();
     }
+    if (isSmallDType(dtype))
+      return builder.getI8Type();
     return {};
   }
 
@@ -283,6 +285,35 @@ GraphLowering::literalFromTensorProto(const onnx::TensorProto &t,
     }
   size_t esize = dtypeSize(dtype);
   size_t want = static_cast<size_t>(n) * esize;
+  int bits = dtypeBits(dtype);
+  if (bits < 8 && t.data_location() != onnx::TensorProto::EXTERNAL) {
+    // ONNX packs 4-bit and 2-bit elements into bytes, low bits first, in
+    // raw_data or (one byte per entry) in int32_data.
+    int perByte = 8 / bits;
+    size_t packed = (static_cast<size_t>(n) + perByte - 1) / perByte;
+    auto packedByte = [&](size_t j) -> uint8_t {
+      return t.has_raw_data() ? static_cast<uint8_t>(t.raw_data()[j])
+                              : static_cast<uint8_t>(t.int32_data(j));
+    };
+    size_t have = t.has_raw_data() ? t.raw_data().size()
+                                   : static_cast<size_t>(t.int32_data_size());
+    if (have != packed) {
+      emitError(loc) << "tensor '" << t.name() << "' holds " << have
+                     << " packed bytes, its shape " << formatShape(shape)
+                     << " of " << dtypeName(dtype) << " needs " << packed;
+      return failure();
+    }
+    Literal lit(dtype, shape);
+    uint8_t mask = static_cast<uint8_t>((1u << bits) - 1);
+    for (int64_t i = 0; i < n; ++i) {
+      uint8_t e = (packedByte(i / perByte) >> (bits * (i % perByte))) & mask;
+      if (dtype == kFloat4E2M1)
+        lit.mutableData()[i] = e;
+      else
+        lit.setI(i, e); // wraps into the (signed) range
+    }
+    return lit;
+  }
   auto shortErr = [&](size_t have) {
     emitError(loc) << "tensor '" << t.name() << "' holds " << have
                    << " bytes of data, its shape " << formatShape(shape)
@@ -369,8 +400,12 @@ GraphLowering::literalFromTensorProto(const onnx::TensorProto &t,
   default:
     if (failed(check(t.int32_data_size())))
       return failure();
-    for (int64_t i = 0; i < n; ++i)
-      lit.setI(i, t.int32_data(i));
+    for (int64_t i = 0; i < n; ++i) {
+      if (isSmallFloatDType(dtype)) // float8 bit patterns
+        lit.mutableData()[i] = static_cast<uint8_t>(t.int32_data(i));
+      else
+        lit.setI(i, t.int32_data(i));
+    }
   }
   return lit;
 }
@@ -387,7 +422,13 @@ Value GraphLowering::materialize(GraphValue &v, Location loc) {
     builder.setInsertionPointToStart(&entry);
     Type et = type.getElementType();
     DenseElementsAttr attr;
-    if (isFloatDType(lit.dtype())) {
+    if (isSmallDType(lit.dtype())) {
+      // Already the IR's bytes (bit patterns, extended integers).
+      SmallVector<APInt> vals;
+      for (int64_t i = 0; i < lit.size(); ++i)
+        vals.push_back(APInt(8, lit.data()[i]));
+      attr = DenseElementsAttr::get(type, vals);
+    } else if (isFloatDType(lit.dtype())) {
       SmallVector<APFloat> vals;
       for (int64_t i = 0; i < lit.size(); ++i) {
         APFloat f(lit.getF(i));
@@ -465,6 +506,11 @@ LogicalResult GraphLowering::importConstantInput(const onnx::ValueInfoProto &in,
   v.dtype = value.dtype;
   v.shape = shape;
   v.literal = Literal(value.dtype, shape, value.bytes);
+  // Sub-byte values arrive as the ABI has them (low bits); literals hold
+  // them extended like the IR.
+  if (isSubByteIntDType(value.dtype))
+    for (int64_t i = 0; i < count; ++i)
+      v.literal->setI(i, v.literal->data()[i]);
   values[in.name()] = std::move(v);
   return success();
 }
@@ -618,10 +664,7 @@ LogicalResult GraphLowering::lowerNode(const onnx::NodeProto &node,
   // does not implement; without it they mean what they meant in opset 23.
   if (opset > 23) {
     static const std::pair<const char *, const char *> newAttributes[] = {
-        {"Cast", "round_mode"},
-        {"CastLike", "round_mode"},
-        {"Range", "stash_type"},
-        {"SpaceToDepth", "mode"}};
+        {"Range", "stash_type"}, {"SpaceToDepth", "mode"}};
     for (auto [op, attr] : newAttributes)
       for (const auto &a : node.attribute())
         if (node.op_type() == op && a.name() == attr) {
@@ -694,6 +737,20 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
                            NameLoc::get(builder.getStringAttr(in.name)));
   }
   builder.setInsertionPointToEnd(entry);
+  // Sub-byte inputs come as ml_dtypes has them, the value in the low bits
+  // of a byte (docs/design/0009); the IR extends it.
+  for (const auto &in : result.inputs) {
+    GraphValue &v = values[in.name];
+    if (dtypeBits(v.dtype) >= 8)
+      continue;
+    Location loc = NameLoc::get(builder.getStringAttr(in.name));
+    int32_t dtype = v.dtype;
+    v.tensor =
+        emitElementwise(builder, loc, v.tensor, builder.getI8Type(), v.shape,
+                        [&](OpBuilder &b, Location l, ValueRange a) {
+                          return emitWrapSubByteInt(b, l, a[0], dtype);
+                        });
+  }
   for (const auto &node : graph.node())
     if (failed(lowerNode(node, opset)))
       return failure();
@@ -725,6 +782,16 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
       t = linalg::FillOp::create(builder, loc, elem, empty).getResult(0);
     } else {
       t = materialize(*v, loc);
+    }
+    if (v->dtype == kInt4 || v->dtype == kInt2) {
+      // Back to the ABI's low bits, upper bits zero.
+      int64_t mask = (1 << dtypeBits(v->dtype)) - 1;
+      t = emitElementwise(builder, loc, t, builder.getI8Type(), v->shape,
+                          [&](OpBuilder &b, Location l, ValueRange a) {
+                            return arith::AndIOp::create(
+                                b, l, a[0],
+                                scalarConstant(b, l, b.getI8Type(), mask));
+                          });
     }
     // A graph output may alias an input or weight; the function must return
     // a fresh tensor so the caller's output buffer is written.
@@ -793,10 +860,18 @@ void NodeLowering::setOutput(size_t i, Value tensor, int32_t dtype) {
   auto type = cast<RankedTensorType>(tensor.getType());
   v.dtype = dtypeOf(type.getElementType());
   // The element type alone can't tell unsigned from signed: an output of
-  // input 0's IR type keeps input 0's unsigned dtype.
-  if (numInputs() > 0 && hasInput(0) && isUnsignedDType(this->dtype(0)) &&
+  // input 0's IR type keeps input 0's unsigned or small (i8) dtype.
+  if (numInputs() > 0 && hasInput(0) &&
+      (isUnsignedDType(this->dtype(0)) || isSmallDType(this->dtype(0))) &&
       elementType(this->dtype(0)) == type.getElementType())
     v.dtype = this->dtype(0);
+  else if (type.getElementType().isInteger(8))
+    // Where(cond, a, b) and the like: a small type passed through.
+    for (size_t k = 1; k < numInputs(); ++k)
+      if (hasInput(k) && isSmallDType(this->dtype(k))) {
+        v.dtype = this->dtype(k);
+        break;
+      }
   if (dtype)
     v.dtype = dtype;
   v.shape = Shape(type.getShape().begin(), type.getShape().end());

@@ -1,8 +1,9 @@
 //===- QuantizeOps.cpp - QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 // and the integer matmul/conv ops ---===//
 //
-// Linear (de)quantization to and from uint8/int8, per tensor, per axis or
-// blocked, rounding half to even and saturating like the ONNX reference.
+// Linear (de)quantization to and from 8-, 16-, 4- and 2-bit integers and
+// the float8/float4 types, per tensor, per axis or blocked, rounding half to
+// even and saturating like the ONNX reference.
 // The integer matmul/conv ops subtract zero points in int32 and reuse the
 // MatMul/Conv lowerings with int32 accumulation.
 //
@@ -97,20 +98,41 @@ FailureOr<Value> emitQuantGeneric(NodeLowering &n, Type outElem,
       .getResult(0);
 }
 
+/// Integer types QuantizeLinear produces (opset 21 on: 16-bit, 4-bit,
+/// 2-bit; sub-byte ones are extended i8 in IR).
+bool isIntQuantDType(int32_t d) {
+  return isQuantDType(d) || d == kUInt16 || d == kInt16 || isSubByteIntDType(d);
+}
+
+/// Float types QuantizeLinear produces: x / scale converted (saturating
+/// unless `saturate` is 0; float4e2m1 always saturates).
+bool isFloatQuantDType(int32_t d) {
+  return (d >= kFloat8E4M3FN && d <= kFloat8E5M2FNUZ) || d == kFloat4E2M1;
+}
+
 /// v + zp (v already rounded, both floats) saturated to the range of `to`
-/// (uint8/int8) and converted. NaN saturates to the low end (the number
-/// variants of max/min drop NaN).
+/// (an integer quantized type) and converted. NaN saturates to the low end
+/// (the number variants of max/min drop NaN).
 Value saturateToQuant(OpBuilder &b, Location l, Value v, Value zpF,
                       int32_t to) {
   Type ft = v.getType();
   if (zpF)
     v = arith::AddFOp::create(b, l, v, zpF);
-  double lo = to == kUInt8 ? 0 : -128, hi = to == kUInt8 ? 255 : 127;
+  int64_t lo, hi;
+  if (isSubByteIntDType(to)) {
+    subByteIntRange(to, lo, hi);
+  } else {
+    unsigned bits = 8 * dtypeSize(to);
+    lo = isUnsignedDType(to) ? 0 : -(int64_t(1) << (bits - 1));
+    hi = isUnsignedDType(to) ? (int64_t(1) << bits) - 1
+                             : (int64_t(1) << (bits - 1)) - 1;
+  }
   v = arith::MaxNumFOp::create(b, l, v, scalarConstant(b, l, ft, lo));
   v = arith::MinNumFOp::create(b, l, v, scalarConstant(b, l, ft, hi));
-  if (to == kUInt8)
-    return arith::FPToUIOp::create(b, l, b.getI8Type(), v);
-  return arith::FPToSIOp::create(b, l, b.getI8Type(), v);
+  Type it = dtypeSize(to) == 2 ? b.getI16Type() : b.getI8Type();
+  if (lo == 0)
+    return arith::FPToUIOp::create(b, l, it, v);
+  return arith::FPToSIOp::create(b, l, it, v);
 }
 
 Type wider(Type a, Type c) {
@@ -121,11 +143,11 @@ LogicalResult lowerQuantizeLinear(NodeLowering &n) {
   int32_t to = n.hasInput(2) ? n.dtype(2) : n.attrInt("output_dtype", 0);
   if (!to)
     to = kUInt8;
-  if (!isQuantDType(to))
+  if (!isIntQuantDType(to) && !isFloatQuantDType(to))
     return n.fail("quantizing to " +
                   onnx::TensorProto_DataType_Name(
                       static_cast<onnx::TensorProto_DataType>(to)) +
-                  " is not supported (uint8 and int8 are)");
+                  " is not supported");
   if (!isFloatDType(n.dtype(1)))
     return n.fail("scale must be floating point");
   OpBuilder &b = n.builder();
@@ -141,12 +163,24 @@ LogicalResult lowerQuantizeLinear(NodeLowering &n) {
   }
   Type acc = wider(ct, b.getF32Type());
   int32_t sd = n.dtype(1);
+  bool saturate = n.attrInt("saturate", 1) != 0;
   auto r = emitQuantGeneric(
-      n, b.getI8Type(), [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
+      n, n.elementType(to),
+      [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
         Value x = emitScalarCast(nb, l, a[0], xd, dtypeOf(ct), ct);
         Value s = emitScalarCast(nb, l, a[1], sd, dtypeOf(ct), ct);
-        Value q = math::RoundEvenOp::create(nb, l,
-                                            arith::DivFOp::create(nb, l, x, s));
+        Value q = arith::DivFOp::create(nb, l, x, s);
+        if (isFloatQuantDType(to)) {
+          // The reference adds no zero point to float8 (it must be 0);
+          // float4's is added before the conversion.
+          Type f32 = nb.getF32Type();
+          q = emitScalarCast(nb, l, q, dtypeOf(ct), kFloat, f32);
+          if (a[2] && to == kFloat4E2M1)
+            q = arith::AddFOp::create(
+                nb, l, q, emitScalarCast(nb, l, a[2], to, kFloat, f32));
+          return emitFloatToSmallFloat(nb, l, q, to, saturate, RoundMode::Up);
+        }
+        q = math::RoundEvenOp::create(nb, l, q);
         q = emitScalarCast(nb, l, q, dtypeOf(ct), dtypeOf(acc), acc);
         Value zp;
         if (a[2])
@@ -161,9 +195,8 @@ LogicalResult lowerQuantizeLinear(NodeLowering &n) {
 
 LogicalResult lowerDequantizeLinear(NodeLowering &n) {
   int32_t xd = n.dtype(0);
-  if (!isQuantDType(xd) && xd != kInt32)
-    return n.fail("dequantizing " + dtypeName(xd) +
-                  " is not supported (uint8, int8 and int32 are)");
+  if (!isIntQuantDType(xd) && !isFloatQuantDType(xd) && xd != kInt32)
+    return n.fail("dequantizing " + dtypeName(xd) + " is not supported");
   if (n.hasInput(2) && n.dtype(2) != xd)
     return n.fail("zero point type differs from the input type");
   int32_t sd = n.dtype(1);
@@ -183,7 +216,9 @@ LogicalResult lowerDequantizeLinear(NodeLowering &n) {
   auto r = emitQuantGeneric(
       n, outT, [&](OpBuilder &nb, Location l, ValueRange a) -> Value {
         Value x = emitScalarCast(nb, l, a[0], xd, kFloat, f32);
-        if (a[2])
+        // Float zero points are 0 (float8) or ignored (float4) by the
+        // reference.
+        if (a[2] && !isFloatQuantDType(xd))
           x = arith::SubFOp::create(
               nb, l, x, emitScalarCast(nb, l, a[2], xd, kFloat, f32));
         x = emitScalarCast(nb, l, x, kFloat, dtypeOf(acc), acc);

@@ -66,6 +66,16 @@ bool knownDType(int64_t dtype) {
   case MCC_UINT32:
   case MCC_UINT64:
   case MCC_BFLOAT16:
+  case MCC_FLOAT8E4M3FN:
+  case MCC_FLOAT8E4M3FNUZ:
+  case MCC_FLOAT8E5M2:
+  case MCC_FLOAT8E5M2FNUZ:
+  case MCC_UINT4:
+  case MCC_INT4:
+  case MCC_FLOAT4E2M1:
+  case MCC_FLOAT8E8M0:
+  case MCC_UINT2:
+  case MCC_INT2:
     return true;
   default:
     return false;
@@ -203,6 +213,16 @@ MCC_API size_t mcc_dtype_size(mcc_dtype dtype) {
   case MCC_UINT8:
   case MCC_INT8:
   case MCC_BOOL:
+  case MCC_FLOAT8E4M3FN:
+  case MCC_FLOAT8E4M3FNUZ:
+  case MCC_FLOAT8E5M2:
+  case MCC_FLOAT8E5M2FNUZ:
+  case MCC_UINT4:
+  case MCC_INT4:
+  case MCC_FLOAT4E2M1:
+  case MCC_FLOAT8E8M0:
+  case MCC_UINT2:
+  case MCC_INT2:
     return 1;
   case MCC_INT64:
   case MCC_UINT64:
@@ -245,6 +265,26 @@ MCC_API const char *mcc_dtype_name(mcc_dtype dtype) {
     return "uint64";
   case MCC_BFLOAT16:
     return "bfloat16";
+  case MCC_FLOAT8E4M3FN:
+    return "float8e4m3fn";
+  case MCC_FLOAT8E4M3FNUZ:
+    return "float8e4m3fnuz";
+  case MCC_FLOAT8E5M2:
+    return "float8e5m2";
+  case MCC_FLOAT8E5M2FNUZ:
+    return "float8e5m2fnuz";
+  case MCC_UINT4:
+    return "uint4";
+  case MCC_INT4:
+    return "int4";
+  case MCC_FLOAT4E2M1:
+    return "float4e2m1";
+  case MCC_FLOAT8E8M0:
+    return "float8e8m0";
+  case MCC_UINT2:
+    return "uint2";
+  case MCC_INT2:
+    return "int2";
   }
   return "unknown";
 }

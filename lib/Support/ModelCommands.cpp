@@ -40,13 +40,20 @@ bool loadModel(const std::string &path, ModelPtr &out) {
 
 /// A bfloat16 input also takes uint16 data as its bit patterns: the form
 /// `mcc run` writes bfloat16 outputs in (numpy has no bfloat16), and the
-/// one ONNX's own test data used up to release 1.13.
-void acceptBf16Bits(const mcc_model *model, std::vector<HostTensor> &inputs) {
+/// one ONNX's own test data used up to release 1.13. Likewise the one-byte
+/// small types (float8, int4, ...) take uint8 or int8 data, and ml_dtypes'
+/// arrays, which .npy stores as 1-byte voids (read as uint8).
+void acceptBitPatterns(const mcc_model *model,
+                       std::vector<HostTensor> &inputs) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     mcc_tensor_info info;
-    if (mcc_model_input_info(model, i, &info) == MCC_OK &&
-        info.dtype == MCC_BFLOAT16 && inputs[i].dtype == MCC_UINT16)
+    if (mcc_model_input_info(model, i, &info) != MCC_OK)
+      continue;
+    if (info.dtype == MCC_BFLOAT16 && inputs[i].dtype == MCC_UINT16)
       inputs[i].dtype = MCC_BFLOAT16;
+    if (info.dtype >= MCC_FLOAT8E4M3FN && info.dtype <= MCC_INT2 &&
+        (inputs[i].dtype == MCC_UINT8 || inputs[i].dtype == MCC_INT8))
+      inputs[i].dtype = info.dtype;
   }
 }
 } // namespace
@@ -70,7 +77,7 @@ int runModelCommand(const std::string &modelPath, const std::string &input,
   std::string error;
   if (!readRunInputs(input, names, inputs, error))
     return report(error);
-  acceptBf16Bits(model.get(), inputs);
+  acceptBitPatterns(model.get(), inputs);
   std::vector<mcc_tensor> in(nin), out(nout);
   for (size_t i = 0; i < nin; ++i) {
     HostTensor &t = inputs[i];
@@ -157,7 +164,7 @@ int benchModelCommand(const std::string &modelPath, const std::string &input,
   if (!input.empty()) {
     if (!readRunInputs(input, names, inputs, error))
       return report(error);
-    acceptBf16Bits(model.get(), inputs);
+    acceptBitPatterns(model.get(), inputs);
   } else {
     std::mt19937 rng(1234);
     for (size_t i = 0; i < nin; ++i) {

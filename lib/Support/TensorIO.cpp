@@ -38,13 +38,16 @@ struct DescrEntry {
   mcc_dtype dtype;
 };
 // numpy has no bfloat16: ml_dtypes' bfloat16 saves as a 2-byte void, read
-// as bfloat16; makeNpy writes bfloat16 as uint16 bit patterns.
+// as bfloat16; makeNpy writes bfloat16 as uint16 bit patterns. ml_dtypes'
+// one-byte types (float8, int4, ...) save as a 1-byte void (float8_e5m2 as
+// "<f1"): read as bytes, which a small-type input accepts (docs/design/0009).
 const DescrEntry kDescrs[] = {
     {"<f4", MCC_FLOAT32},  {"<f8", MCC_FLOAT64},  {"<f2", MCC_FLOAT16},
     {"<i8", MCC_INT64},    {"<i4", MCC_INT32},    {"|i1", MCC_INT8},
     {"|u1", MCC_UINT8},    {"|b1", MCC_BOOL},     {"<i2", MCC_INT16},
     {"<u2", MCC_UINT16},   {"<u4", MCC_UINT32},   {"<u8", MCC_UINT64},
-    {"<V2", MCC_BFLOAT16}, {"|V2", MCC_BFLOAT16},
+    {"<V2", MCC_BFLOAT16}, {"|V2", MCC_BFLOAT16}, {"|V1", MCC_UINT8},
+    {"<V1", MCC_UINT8},    {"<f1", MCC_UINT8},    {"|f1", MCC_UINT8},
 };
 
 bool parseNpy(const std::string &name, const std::vector<uint8_t> &bytes,
@@ -122,7 +125,10 @@ bool parseNpy(const std::string &name, const std::vector<uint8_t> &bytes,
 std::vector<uint8_t> makeNpy(const HostTensor &t) {
   // bfloat16 as its bit patterns: readable without ml_dtypes, exact, and
   // .view(ml_dtypes.bfloat16) gives the values.
-  const char *descr = t.dtype == MCC_BFLOAT16 ? "<u2" : "<f4";
+  // The one-byte small types likewise as uint8 bytes (.view(ml_dtypes.X)).
+  const char *descr = t.dtype == MCC_BFLOAT16          ? "<u2"
+                      : t.dtype >= 17 && t.dtype <= 26 ? "|u1"
+                                                       : "<f4";
   for (const auto &e : kDescrs)
     if (e.dtype == t.dtype && t.dtype != MCC_BFLOAT16) {
       descr = e.descr;
@@ -275,6 +281,17 @@ bool readTensorProto(const std::string &path, HostTensor &t,
   case onnx::TensorProto::UINT32:
   case onnx::TensorProto::UINT64:
   case onnx::TensorProto::BFLOAT16:
+  // float8e4m3fn ... int2, newer than the onnx.proto mcc builds with.
+  case 17:
+  case 18:
+  case 19:
+  case 20:
+  case 21:
+  case 22:
+  case 23:
+  case 24:
+  case 25:
+  case 26:
     t.dtype = static_cast<mcc_dtype>(proto.data_type());
     break;
   default:
@@ -284,6 +301,31 @@ bool readTensorProto(const std::string &path, HostTensor &t,
   }
   size_t n = t.numElements(), esize = mcc_dtype_size(t.dtype);
   t.data.assign(n * esize, 0);
+  int bits =
+      t.dtype == MCC_UINT4 || t.dtype == MCC_INT4 || t.dtype == MCC_FLOAT4E2M1
+          ? 4
+      : t.dtype == MCC_UINT2 || t.dtype == MCC_INT2 ? 2
+                                                    : 8;
+  if (bits < 8) {
+    // ONNX packs these, low bits first, in raw_data or one byte per
+    // int32_data entry; the runtime takes one element per byte.
+    size_t perByte = 8 / bits, packed = (n + perByte - 1) / perByte;
+    size_t have = proto.has_raw_data() ? proto.raw_data().size()
+                                       : (size_t)proto.int32_data_size();
+    if (have != packed) {
+      error =
+          path + ": packed data does not match shape " + shapeToString(t.shape);
+      return false;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      size_t j = i / perByte;
+      uint8_t byte = proto.has_raw_data()
+                         ? static_cast<uint8_t>(proto.raw_data()[j])
+                         : static_cast<uint8_t>(proto.int32_data(j));
+      t.data[i] = (byte >> (bits * (i % perByte))) & ((1u << bits) - 1);
+    }
+    return true;
+  }
   if (proto.has_raw_data()) {
     if (proto.raw_data().size() != n * esize) {
       error = path + ": raw data size does not match shape " +

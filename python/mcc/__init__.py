@@ -55,6 +55,13 @@ DTYPES = {
 try:  # numpy has no bfloat16; ml_dtypes' (as onnx uses) is the common one
     import ml_dtypes
     DTYPES[16] = np.dtype(ml_dtypes.bfloat16)
+    # One byte per element, as ml_dtypes stores them (docs/design/0009).
+    for _code, _name in ((17, "float8_e4m3fn"), (18, "float8_e4m3fnuz"),
+                         (19, "float8_e5m2"), (20, "float8_e5m2fnuz"),
+                         (21, "uint4"), (22, "int4"), (23, "float4_e2m1fn"),
+                         (24, "float8_e8m0fnu"), (25, "uint2"), (26, "int2")):
+        if hasattr(ml_dtypes, _name):  # older ml_dtypes lack some
+            DTYPES[_code] = np.dtype(getattr(ml_dtypes, _name))
 except ImportError:  # pragma: no cover  (bfloat16 models then need it)
     ml_dtypes = None
 # numpy dtype -> ONNX code for every dtype ONNX names, so that an input of a
@@ -397,7 +404,8 @@ class Model:
                 shape = tuple(out_shapes[name])
             dt = DTYPES.get(code)
             if dt is None:
-                hint = " (bfloat16 needs the ml_dtypes package)" if code == 16 else ""
+                hint = (" (bfloat16, float8, int4 and the other small types need the ml_dtypes package)"
+                        if code == 16 or 17 <= code <= 26 else "")
                 raise MccError(f"output {i} ('{name}'): dtype code {code} is not supported by this binding{hint}")
             if device is not None:
                 import torch

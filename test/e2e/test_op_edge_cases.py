@@ -6,6 +6,7 @@ import subprocess
 import sys
 import tempfile
 
+import ml_dtypes
 import numpy as np
 import onnx
 import onnx.numpy_helper
@@ -616,5 +617,100 @@ model = helper.make_model(helper.make_graph([node], "g", ins, outs),
                           opset_imports=[helper.make_opsetid("", 23)])
 for k, e in zip(("Y", "PresK", "PresV", "QK"), ReferenceEvaluator(model).run(None, feeds)):
     assert np.allclose(got[k], e, rtol=1e-4, atol=1e-5), (k, got[k], e)
+
+# Small element types (docs/design/0009): outputs come back as ml_dtypes'
+# bytes (uint8 in the .npz), inputs go in as ml_dtypes arrays.
+from onnx.reference import ReferenceEvaluator
+
+
+def small_case(nodes, inputs, outputs, feeds, name, opset=25, initializers=()):
+    got = run(nodes, inputs, outputs, feeds, name, opset=opset, initializers=initializers)
+    g = helper.make_graph(nodes, name, inputs, outputs, list(initializers))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    ref = ReferenceEvaluator(m).run(None, feeds)
+    for o, exp in zip(outputs, ref):
+        y = got[o.name]
+        if exp.dtype.itemsize == 1 and y.dtype == np.uint8 and exp.dtype != np.uint8:
+            assert np.array_equal(y, exp.view(np.uint8)), (name, o.name, y, exp.view(np.uint8))
+        else:
+            assert y.dtype == exp.dtype and np.array_equal(y, exp, equal_nan=True), (name, y, exp)
+
+
+# Cast to each float8 type, saturating and not, at the edges: overflow just
+# past the largest finite value (rounding to it or beyond), ties to even,
+# subnormals, the smallest values rounding to zero, Inf, NaN, -0.
+x = np.array([448, 464, 465, 480, 500, 240, 247, 248, 57344, 59392, 61440, 1e9,
+              -464, -1e9, np.inf, -np.inf, np.nan, -0.0, 0.0, 2.0 ** -9, 3 * 2.0 ** -10,
+              2.0 ** -10, 2.0 ** -11, 1.5 * 2.0 ** -16, 2.0 ** -17, 1.0625, 1.1875, 1.3,
+              -3.7, 2.0 ** -6, 7 * 2.0 ** -10], np.float32)
+for to in (TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ,
+           TensorProto.FLOAT8E5M2, TensorProto.FLOAT8E5M2FNUZ, TensorProto.FLOAT4E2M1):
+    for sat in (0, 1):
+        small_case([helper.make_node("Cast", ["X"], ["Y"], to=to, saturate=sat)],
+                   [helper.make_tensor_value_info("X", TensorProto.FLOAT, [x.size])],
+                   [helper.make_tensor_value_info("Y", to, [x.size])], {"X": x},
+                   "cast_f8_%d_%d" % (to, sat))
+# float64 rounds once, not through float32 (1.0625 + 2^-40 is above
+# e4m3fn's 1.0625 tie, which float32 would land on exactly).
+x = np.array([1.0625 + 2.0 ** -40, 1.0625 - 2.0 ** -40, 1.25 + 2.0 ** -40, 1e300, -1e-300],
+             np.float64)
+for to in (TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E5M2, TensorProto.FLOAT4E2M1):
+    small_case([helper.make_node("Cast", ["X"], ["Y"], to=to)],
+               [helper.make_tensor_value_info("X", TensorProto.DOUBLE, [x.size])],
+               [helper.make_tensor_value_info("Y", to, [x.size])], {"X": x},
+               "cast_f64_f8_%d" % to)
+# float8e8m0's three round modes, with and without saturation at the top
+# exponent; the sign is dropped, 0 and float32 subnormals give 2^-127.
+x = np.array([0, 1e-40, 0.124, 0.125, 0.1875, 0.19, 1.5, 1.75, 3, -3, 2.0 ** 127 * 1.5,
+              np.inf, np.nan, 1.0], np.float32)
+for mode in ("up", "down", "nearest"):
+    for sat in (0, 1):
+        small_case([helper.make_node("Cast", ["X"], ["Y"], to=TensorProto.FLOAT8E8M0,
+                                     saturate=sat, round_mode=mode)],
+                   [helper.make_tensor_value_info("X", TensorProto.FLOAT, [x.size])],
+                   [helper.make_tensor_value_info("Y", TensorProto.FLOAT8E8M0, [x.size])],
+                   {"X": x}, "cast_e8m0_%s_%d" % (mode, sat))
+# Packed int4 and uint2 initializers (odd counts, raw_data and int32_data)
+# dequantized per axis with zero points; an int4 graph input passed through
+# (the ABI's low bits), one bit-cast to uint4; float8 bit-cast to uint8.
+w4 = np.array([[-8, -1, 0, 7, 3], [1, 2, -3, -4, 5], [6, -7, 0, 0, 1]], ml_dtypes.int4)
+z4 = np.array([1, -2, 0], ml_dtypes.int4)
+w2 = np.array([0, 1, 2, 3, 3, 2, 1], ml_dtypes.uint2)
+inits = [helper.make_tensor("W4", TensorProto.INT4, [3, 5], w4.astype(np.int8).ravel().tolist()),
+         helper.make_tensor("Z4", TensorProto.INT4, [3], z4.astype(np.int8).tolist()),
+         numpy_helper.from_array(w2, "W2"),
+         numpy_helper.from_array(np.array([0.5, 2, 0.25], np.float32), "S"),
+         numpy_helper.from_array(np.array(3.0, np.float32), "S2")]
+i4 = np.array([[-8, 7, -1], [0, 3, -5]], ml_dtypes.int4)
+f8 = np.array([1.5, -448, np.nan, 0.0], ml_dtypes.float8_e4m3fn)
+small_case([helper.make_node("DequantizeLinear", ["W4", "S", "Z4"], ["D4"], axis=0),
+            helper.make_node("DequantizeLinear", ["W2", "S2"], ["D2"]),
+            helper.make_node("Identity", ["I4"], ["O4"]),
+            helper.make_node("BitCast", ["J4"], ["U4"], to=TensorProto.UINT4),
+            helper.make_node("BitCast", ["F8"], ["B8"], to=TensorProto.UINT8)],
+           [helper.make_tensor_value_info("I4", TensorProto.INT4, [2, 3]),
+            helper.make_tensor_value_info("J4", TensorProto.INT4, [2, 3]),
+            helper.make_tensor_value_info("F8", TensorProto.FLOAT8E4M3FN, [4])],
+           [helper.make_tensor_value_info("D4", TensorProto.FLOAT, [3, 5]),
+            helper.make_tensor_value_info("D2", TensorProto.FLOAT, [7]),
+            helper.make_tensor_value_info("O4", TensorProto.INT4, [2, 3]),
+            helper.make_tensor_value_info("U4", TensorProto.UINT4, [2, 3]),
+            helper.make_tensor_value_info("B8", TensorProto.UINT8, [4])],
+           {"I4": i4, "J4": i4[::-1].copy(), "F8": f8}, "small_literals_abi", opset=26, initializers=inits)
+# Blocked QuantizeLinear to int4 with per-block zero points (rounding half
+# to even, saturating), and to float8e4m3fn without saturation.
+x = np.array([[0.5, 1.5, 2.5, -9, 30, -30], [3.3, -2.5, 0.49, 7.5, 8, -100]], np.float32)
+s = np.array([[1, 0.5, 2], [0.25, 1, 4]], np.float32)
+z = np.array([[0, 1, -1], [2, -8, 7]], ml_dtypes.int4)
+small_case([helper.make_node("QuantizeLinear", ["X", "S", "Z"], ["Y"], axis=1, block_size=2),
+            helper.make_node("QuantizeLinear", ["X", "S1"], ["F"], saturate=0,
+                             output_dtype=TensorProto.FLOAT8E4M3FN)],
+           [helper.make_tensor_value_info("X", TensorProto.FLOAT, [2, 6]),
+            helper.make_tensor_value_info("S", TensorProto.FLOAT, [2, 3]),
+            helper.make_tensor_value_info("Z", TensorProto.INT4, [2, 3])],
+           [helper.make_tensor_value_info("Y", TensorProto.INT4, [2, 6]),
+            helper.make_tensor_value_info("F", TensorProto.FLOAT8E4M3FN, [2, 6])],
+           {"X": x, "S": s, "Z": z}, "quantize_int4_blocked",
+           initializers=[numpy_helper.from_array(np.array(0.0625, np.float32), "S1")])
 
 print("op edge cases: ok")

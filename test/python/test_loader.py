@@ -228,6 +228,44 @@ class LoaderTest(unittest.TestCase):
         out = m(X=x, S=np.float32(-1))  # a numpy scalar is 0-d too
         np.testing.assert_array_equal(out["Y"], -x)
 
+    @unittest.skipIf(mcc.ml_dtypes is None, "ml_dtypes is not importable")
+    def test_small_types(self):
+        # float8 and int4 in and out as ml_dtypes arrays, one element per
+        # byte (docs/design/0009); Where passes a float8 operand through.
+        import onnx
+        from onnx import TensorProto as T, helper
+        ml_dtypes = mcc.ml_dtypes
+        path = os.path.join(TMP, "small.onnx")
+        onnx.save(helper.make_model(helper.make_graph(
+            [helper.make_node("Cast", ["X"], ["F8"], to=T.FLOAT8E4M3FN),
+             helper.make_node("Where", ["C", "F8", "G"], ["W"]),
+             helper.make_node("Cast", ["I"], ["IF"], to=T.FLOAT),
+             helper.make_node("Cast", ["X"], ["I4"], to=T.INT4)], "small",
+            [helper.make_tensor_value_info("X", T.FLOAT, [4]),
+             helper.make_tensor_value_info("C", T.BOOL, [4]),
+             helper.make_tensor_value_info("G", T.FLOAT8E4M3FN, [4]),
+             helper.make_tensor_value_info("I", T.INT4, [4])],
+            [helper.make_tensor_value_info("W", T.FLOAT8E4M3FN, [4]),
+             helper.make_tensor_value_info("IF", T.FLOAT, [4]),
+             helper.make_tensor_value_info("I4", T.INT4, [4])]),
+            opset_imports=[helper.make_opsetid("", 21)]), path)
+        so = path + ".so"
+        subprocess.run([ARGS.mcc, "compile", path, "-o", so], check=True)
+        m = mcc.load(so, runtime=ARGS.runtime)
+        self.assertEqual(m.outputs[0].dtype, np.dtype(ml_dtypes.float8_e4m3fn))
+        x = np.array([0.3, -500, 7.9, -8.5], np.float32)
+        c = np.array([True, True, False, False])
+        g = np.array([1, 2, 3, 4], ml_dtypes.float8_e4m3fn)
+        i = np.array([-8, -1, 0, 7], ml_dtypes.int4)
+        out = m(X=x, C=c, G=g, I=i)
+        np.testing.assert_array_equal(out["W"].view(np.uint8),
+                                      np.where(c, np.clip(x, -448, 448).astype(ml_dtypes.float8_e4m3fn), g).view(np.uint8))
+        np.testing.assert_array_equal(out["IF"], [-8, -1, 0, 7])
+        self.assertEqual(out["I4"].dtype, np.dtype(ml_dtypes.int4))
+        with np.errstate(invalid="ignore"):  # -500 is out of int4's range: 0
+            exp = x.astype(ml_dtypes.int4)
+        np.testing.assert_array_equal(out["I4"].view(np.uint8), exp.view(np.uint8))
+
     @unittest.skipIf(torch is None, "torch is not importable")
     def test_torch(self):
         feeds, ref = data("bert-ts")

@@ -59,6 +59,31 @@ TEST(TensorIOTest, WiderIntegersAndBfloat16) {
   EXPECT_STREQ(mcc_dtype_name(MCC_BFLOAT16), "bfloat16");
 }
 
+TEST(TensorIOTest, SmallTypesAreOneBytePerElement) {
+  // Written as uint8 bytes (ml_dtypes' layout, docs/design/0009).
+  mcc::HostTensor f8{"f8", MCC_FLOAT8E4M3FN, {2}, {0x38, 0xfe}};
+  std::string path = workdir() + "/small.npz", err;
+  ASSERT_TRUE(mcc::writeNpz(path, {f8}, err)) << err;
+  std::vector<mcc::HostTensor> back;
+  ASSERT_TRUE(mcc::readNpz(path, back, err)) << err;
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].dtype, MCC_UINT8);
+  EXPECT_EQ(back[0].data, f8.data);
+  EXPECT_EQ(mcc_dtype_size(MCC_INT4), 1u);
+  EXPECT_EQ(mcc_dtype_size(MCC_FLOAT8E8M0), 1u);
+  EXPECT_STREQ(mcc_dtype_name(MCC_FLOAT4E2M1), "float4e2m1");
+  // An ONNX TensorProto packs int4 two per byte, low nibble first:
+  // dims [3], data_type 22, raw_data {-8 | 7 << 4, -1}.
+  const unsigned char pb[] = {0x08, 0x03, 0x10, 22, 0x4a, 0x02, 0x78, 0x0f};
+  std::string pbPath = workdir() + "/int4.pb";
+  std::ofstream(pbPath, std::ios::binary)
+      .write(reinterpret_cast<const char *>(pb), sizeof(pb));
+  mcc::HostTensor t;
+  ASSERT_TRUE(mcc::readTensorProto(pbPath, t, err)) << err;
+  EXPECT_EQ(t.dtype, MCC_INT4);
+  EXPECT_EQ(t.data, (std::vector<uint8_t>{0x08, 0x07, 0x0f}));
+}
+
 TEST(TensorIOTest, GarbageIsAnErrorNotACrash) {
   std::string path = workdir() + "/garbage.npz", err;
   std::ofstream(path) << "PK\x03\x04 not really a zip";

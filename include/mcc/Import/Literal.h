@@ -32,6 +32,18 @@ enum DType : int32_t {
   kUInt32 = 12,
   kUInt64 = 13,
   kBFloat16 = 16,
+  // Small element types (docs/design/0009): one element per byte in IR,
+  // literals and at the ABI.
+  kFloat8E4M3FN = 17,
+  kFloat8E4M3FNUZ = 18,
+  kFloat8E5M2 = 19,
+  kFloat8E5M2FNUZ = 20,
+  kUInt4 = 21,
+  kInt4 = 22,
+  kFloat4E2M1 = 23,
+  kFloat8E8M0 = 24,
+  kUInt2 = 25,
+  kInt2 = 26,
 };
 
 bool isSupportedDType(int32_t dtype);
@@ -40,6 +52,48 @@ bool isFloatDType(int32_t dtype);
 /// signed dtype of that width, so lowerings must pick unsigned ops.
 bool isUnsignedDType(int32_t dtype);
 size_t dtypeSize(int32_t dtype);
+
+/// float8 (all four), float4e2m1 and float8e8m0: IR type i8 holding the bit
+/// pattern (float4 in the low 4 bits), converted with integer ops.
+bool isSmallFloatDType(int32_t dtype);
+/// int4/uint4/int2/uint2: IR type i8 holding the value, sign- or
+/// zero-extended, so they compute like int8/uint8.
+bool isSubByteIntDType(int32_t dtype);
+/// One of the ten element types above (17-26).
+bool isSmallDType(int32_t dtype);
+/// Bits of a sub-byte type (4 or 2), else 8 * dtypeSize.
+int dtypeBits(int32_t dtype);
+/// Value range of a sub-byte integer type.
+void subByteIntRange(int32_t dtype, int64_t &lo, int64_t &hi);
+
+/// A float8/float4 format: exponent and mantissa bits, bias, what its
+/// all-ones patterns mean (IEEE: Inf and NaN, e5m2; FN: only S.1111.111 is
+/// NaN; FNUZ: 0x80 is NaN, no -0; float4: none), and its largest finite
+/// magnitude pattern.
+struct MiniFloat {
+  int expBits, manBits, bias;
+  enum Kind { IEEE, FN, FNUZ, NoSpecials } kind;
+  uint32_t maxBits;
+};
+/// The format of float8e4m3fn/e4m3fnuz/e5m2/e5m2fnuz or float4e2m1.
+MiniFloat miniFloat(int32_t dtype);
+
+/// How Cast rounds to float8e8m0 (opset 25's round_mode attribute).
+enum class RoundMode { Up, Down, Nearest };
+
+/// ONNX's float conversions of the small float types (onnx.numpy_helper
+/// and ml_dtypes): round to nearest even; `saturate` clamps finite and
+/// infinite overflow to the largest finite value, else overflow is Inf
+/// (float8e5m2) or NaN. float4e2m1 has neither and always saturates;
+/// float8e8m0 rounds by `round` from the float32 exponent.
+float smallFloatToFloat(uint8_t bits, int32_t dtype);
+uint8_t floatToSmallFloat(double v, int32_t dtype, bool saturate = true,
+                          RoundMode round = RoundMode::Up);
+/// ml_dtypes' float to int4/uint4/int2/uint2: truncation toward zero, 0
+/// when out of range or NaN.
+int64_t floatToSubByteInt(double v, int32_t dtype);
+/// An integer wrapped into a sub-byte integer type (its low bits).
+int64_t wrapSubByteInt(int64_t v, int32_t dtype);
 std::string dtypeName(int32_t dtype);
 
 using Shape = std::vector<int64_t>;
@@ -80,7 +134,9 @@ public:
   std::vector<int64_t> toInts() const;
   /// Same bytes, new shape (element count must match).
   Literal reshaped(Shape shape) const;
-  Literal castTo(int32_t dtype) const;
+  /// `saturate` and `round` apply to the small float types only.
+  Literal castTo(int32_t dtype, bool saturate = true,
+                 RoundMode round = RoundMode::Up) const;
 
   /// out[idx] = this[source(idx)] for every multi-index of `outShape`.
   Literal gather(const Shape &outShape,

@@ -157,9 +157,32 @@ mlir::Value floatConstantTensor(mlir::OpBuilder &b, mlir::Location loc,
                                 llvm::ArrayRef<double> values);
 mlir::Value scalarConstant(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Type type, double value);
+/// Cast's attributes for the small float types (docs/design/0009).
+struct CastOptions {
+  bool saturate = true;
+  RoundMode round = RoundMode::Up;
+};
 mlir::Value emitScalarCast(mlir::OpBuilder &b, mlir::Location loc,
                            mlir::Value v, int32_t from, int32_t to,
-                           mlir::Type toType);
+                           mlir::Type toType, const CastOptions &opts = {});
+
+/// The small element types, i8 in IR (lib/Import/SmallTypes.cpp): a
+/// float8/float4/e8m0 bit pattern to f32, a float to one (ONNX's rounding
+/// and saturation), float to int4/uint4/int2/uint2 (ml_dtypes: truncation,
+/// 0 out of range), and an i8 wrapped into a sub-byte integer's range.
+mlir::Value emitSmallFloatToF32(mlir::OpBuilder &b, mlir::Location loc,
+                                mlir::Value v, int32_t dtype);
+mlir::Value emitFloatToSmallFloat(mlir::OpBuilder &b, mlir::Location loc,
+                                  mlir::Value v, int32_t dtype, bool saturate,
+                                  RoundMode round);
+mlir::Value emitFloatToSubByteInt(mlir::OpBuilder &b, mlir::Location loc,
+                                  mlir::Value v, int32_t dtype);
+mlir::Value emitWrapSubByteInt(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::Value v, int32_t dtype);
+/// emitScalarCast where `from` or `to` is a small type.
+mlir::Value emitSmallCast(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                          int32_t from, int32_t to, mlir::Type toType,
+                          const CastOptions &opts);
 
 int64_t normalizeAxis(int64_t axis, int64_t rank);
 
