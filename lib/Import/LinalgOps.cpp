@@ -859,9 +859,9 @@ LogicalResult lowerArgExtreme(NodeLowering &n, bool isMax) {
   return success();
 }
 
-/// CumSum as a masked reduction over a second copy of the axis: O(n^2) in
-/// the axis length, which the models this serves keep short.
-LogicalResult lowerCumSum(NodeLowering &n) {
+/// CumSum / CumProd as a masked reduction over a second copy of the axis:
+/// O(n^2) in the axis length, which the models this serves keep short.
+LogicalResult lowerCumulative(NodeLowering &n, bool product) {
   if (failed(n.requireLiterals({1}, "axis")))
     return failure();
   const Shape &in = n.shape(0);
@@ -884,7 +884,10 @@ LogicalResult lowerCumSum(NodeLowering &n) {
   }
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
   iters.push_back(utils::IteratorType::reduction);
-  Value init = emitFilled(b, loc, in, zeroAttr(b, et));
+  TypedAttr identity = !product ? zeroAttr(b, et)
+                      : fl     ? (TypedAttr)b.getFloatAttr(et, 1.0)
+                               : (TypedAttr)b.getIntegerAttr(et, 1);
+  Value init = emitFilled(b, loc, in, identity);
   SmallVector<AffineMap> maps = {AffineMap::get(rank + 1, 0, inExprs, ctx),
                                  AffineMap::get(rank + 1, 0, outExprs, ctx)};
   auto op = linalg::GenericOp::create(
@@ -898,10 +901,15 @@ LogicalResult lowerCumSum(NodeLowering &n) {
                     : (exclusive ? arith::CmpIPredicate::ult
                                  : arith::CmpIPredicate::ule);
         Value take = arith::CmpIOp::create(nb, l, pred, j, i);
-        Value sum = fl ? (Value)arith::AddFOp::create(nb, l, a[1], a[0])
-                       : (Value)arith::AddIOp::create(nb, l, a[1], a[0]);
+        Value acc;
+        if (product)
+          acc = fl ? (Value)arith::MulFOp::create(nb, l, a[1], a[0])
+                   : (Value)arith::MulIOp::create(nb, l, a[1], a[0]);
+        else
+          acc = fl ? (Value)arith::AddFOp::create(nb, l, a[1], a[0])
+                   : (Value)arith::AddIOp::create(nb, l, a[1], a[0]);
         linalg::YieldOp::create(
-            nb, l, arith::SelectOp::create(nb, l, take, sum, a[1]).getResult());
+            nb, l, arith::SelectOp::create(nb, l, take, acc, a[1]).getResult());
       });
   n.setOutput(0, op.getResult(0), dt);
   return success();
@@ -916,7 +924,12 @@ void registerLinalgLowerings() {
   opLowerings()["ArgMin"] = [](NodeLowering &n) {
     return lowerArgExtreme(n, false);
   };
-  opLowerings()["CumSum"] = lowerCumSum;
+  opLowerings()["CumSum"] = [](NodeLowering &n) {
+    return lowerCumulative(n, false);
+  };
+  opLowerings()["CumProd"] = [](NodeLowering &n) {
+    return lowerCumulative(n, true);
+  };
   auto &t = opLowerings();
   t["MatMul"] = lowerMatMul;
   t["Gemm"] = lowerGemm;
