@@ -54,6 +54,7 @@ static void ensureRegistered() {
     registerSignalLowerings();
     registerIndexingLowerings();
     registerQuantizeLowerings();
+    registerImageLowerings();
     return true;
   }();
   (void)done;

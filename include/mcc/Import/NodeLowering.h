@@ -119,6 +119,7 @@ void registerRecurrentLowerings();
 void registerSignalLowerings();
 void registerIndexingLowerings();
 void registerQuantizeLowerings();
+void registerImageLowerings();
 
 //===--- IR helpers shared by op lowerings
 //---------------------------------===//
