@@ -487,9 +487,334 @@ LogicalResult lowerCol2Im(NodeLowering &n) {
   return success();
 }
 
+/// Bilinear sample of x[n, c] at (h, w) in pixels, 0 outside the input:
+/// the four neighbours with their weights, each read only when inside.
+Value bilinearZeros(FloatOps &f, Value x, Value n, Value c, Value h, Value w,
+                    int64_t height, int64_t width) {
+  OpBuilder &b = f.b;
+  Location l = f.l;
+  Type i64 = b.getI64Type();
+  Value h0f = math::FloorOp::create(b, l, h), w0f = math::FloorOp::create(b, l, w);
+  Value lh = f.sub(h, h0f), lw = f.sub(w, w0f);
+  Value h0 = arith::FPToSIOp::create(b, l, i64, h0f);
+  Value w0 = arith::FPToSIOp::create(b, l, i64, w0f);
+  Value one = arith::ConstantIntOp::create(b, l, i64, 1);
+  Value zero = arith::ConstantIntOp::create(b, l, i64, 0);
+  Type et = cast<RankedTensorType>(x.getType()).getElementType();
+  Value sum = f.c(0);
+  for (int dy = 0; dy < 2; ++dy)
+    for (int dx = 0; dx < 2; ++dx) {
+      Value y = dy ? (Value)arith::AddIOp::create(b, l, h0, one) : h0;
+      Value xx = dx ? (Value)arith::AddIOp::create(b, l, w0, one) : w0;
+      auto inRange = [&](Value v, int64_t len) -> Value {
+        return arith::AndIOp::create(
+            b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, v, zero),
+            arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::slt, v,
+                arith::ConstantIntOp::create(b, l, i64, len)));
+      };
+      Value ok = arith::AndIOp::create(b, l, inRange(y, height),
+                                       inRange(xx, width));
+      auto clampIdx = [&](Value v, int64_t len) -> Value {
+        v = arith::MaxSIOp::create(b, l, v, zero);
+        v = arith::MinSIOp::create(
+            b, l, v, arith::ConstantIntOp::create(b, l, i64, len - 1));
+        return arith::IndexCastOp::create(b, l, b.getIndexType(), v);
+      };
+      Value v = tensor::ExtractOp::create(
+          b, l, x,
+          ValueRange{n, c, clampIdx(y, height), clampIdx(xx, width)});
+      if (et != f.t)
+        v = arith::ExtFOp::create(b, l, f.t, v);
+      Value wy = dy ? lh : f.sub(f.c(1), lh), wx = dx ? lw : f.sub(f.c(1), lw);
+      sum = f.add(sum, f.sel(ok, f.mul(f.mul(wy, wx), v), f.c(0)));
+    }
+  return sum;
+}
+
+/// DeformConv (2-D): a convolution whose taps sample the input bilinearly
+/// at positions moved by `offset` (zero outside) and scaled by `mask`; one
+/// generic over (n, oc, oh, ow) reducing over (ic in group, kh, kw).
+LogicalResult lowerDeformConv(NodeLowering &n) {
+  const Shape &xs = n.shape(0), &ws = n.shape(1), &os = n.shape(2);
+  if (xs.size() != 4 || ws.size() != 4 || os.size() != 4)
+    return n.fail("only 2-D DeformConv is supported");
+  if (!isFloatDType(n.dtype(0)))
+    return n.fail("needs a floating-point input");
+  int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], M = ws[0];
+  std::vector<int64_t> kernel = n.attrInts("kernel_shape");
+  if (kernel.empty())
+    kernel = {ws[2], ws[3]};
+  std::vector<int64_t> dil = n.attrInts("dilations", {1, 1}),
+                       pads = n.attrInts("pads", {0, 0, 0, 0}),
+                       strides = n.attrInts("strides", {1, 1});
+  int64_t group = n.attrInt("group", 1), offGroup = n.attrInt("offset_group", 1);
+  int64_t KH = kernel[0], KW = kernel[1];
+  if (kernel.size() != 2 || dil.size() != 2 || pads.size() != 4 ||
+      strides.size() != 2 || group < 1 || offGroup < 1 || C % group ||
+      M % group || ws[1] * group != C || C % offGroup ||
+      os[1] != offGroup * KH * KW * 2)
+    return n.fail("attributes and shapes do not fit");
+  int64_t OH = os[2], OW = os[3];
+  int64_t icPerGroup = ws[1], ocPerGroup = M / group, icPerOff = C / offGroup;
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  MLIRContext *ctx = b.getContext();
+  Type et = n.elementType(n.dtype(0));
+  Type ct = et.isF64() ? et : b.getF32Type();
+  Value x = n.value(0), w = n.value(1), off = n.value(2);
+  Value mask = n.hasInput(4) ? n.value(4) : Value();
+  Shape out = {N, M, OH, OW};
+  Value init;
+  if (n.hasInput(3)) {
+    init = emitBroadcastTo(b, loc, emitReshape(b, loc, n.value(3), {M, 1, 1}),
+                           out);
+  } else {
+    init = emitFilled(b, loc, out, b.getFloatAttr(et, 0.0));
+  }
+  // Loops: n, oc, i, j | icg, kh, kw.
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  Value window = tensor::EmptyOp::create(b, loc, Shape{icPerGroup, KH, KW}, et);
+  SmallVector<AffineMap> maps = {AffineMap::get(7, 0, {d(4), d(5), d(6)}, ctx),
+                                 AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)},
+                                                ctx)};
+  SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
+  iters.append(3, utils::IteratorType::reduction);
+  auto op = linalg::GenericOp::create(
+      b, loc, init.getType(), ValueRange{window}, ValueRange{init}, maps, iters,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        FloatOps f{nb, l, ct};
+        auto idx = [&](int64_t i) -> Value {
+          return linalg::IndexOp::create(nb, l, i);
+        };
+        auto c = [&](int64_t v) -> Value {
+          return arith::ConstantIndexOp::create(nb, l, v);
+        };
+        auto mul = [&](Value x, Value y) -> Value {
+          return arith::MulIOp::create(nb, l, x, y);
+        };
+        auto add = [&](Value x, Value y) -> Value {
+          return arith::AddIOp::create(nb, l, x, y);
+        };
+        Value bn = idx(0), oc = idx(1), i = idx(2), j = idx(3), icg = idx(4),
+              kh = idx(5), kw = idx(6);
+        Value ic = add(mul(arith::DivUIOp::create(nb, l, oc, c(ocPerGroup)),
+                           c(icPerGroup)),
+                       icg);
+        Value g = arith::DivUIOp::create(nb, l, ic, c(icPerOff));
+        Value k = add(mul(add(mul(g, c(KH)), kh), c(KW)), kw);
+        auto read = [&](Value t, Value ch) -> Value {
+          Value v = tensor::ExtractOp::create(nb, l, t, ValueRange{bn, ch, i, j});
+          return et != ct ? (Value)arith::ExtFOp::create(nb, l, ct, v) : v;
+        };
+        Value offH = read(off, mul(k, c(2)));
+        Value offW = read(off, add(mul(k, c(2)), c(1)));
+        auto toF = [&](Value v) -> Value {
+          return arith::SIToFPOp::create(
+              nb, l, ct,
+              arith::IndexCastOp::create(nb, l, nb.getI64Type(), v));
+        };
+        // Tap position: window start + kernel offset + learned offset.
+        Value h = f.add(toF(add(mul(i, c(strides[0])), mul(kh, c(dil[0])))),
+                        f.add(f.c(-pads[0]), offH));
+        Value wpos =
+            f.add(toF(add(mul(j, c(strides[1])), mul(kw, c(dil[1])))),
+                  f.add(f.c(-pads[1]), offW));
+        Value v = bilinearZeros(f, x, bn, ic, h, wpos, H, W);
+        if (mask)
+          v = f.mul(v, read(mask, k));
+        Value wv = tensor::ExtractOp::create(nb, l, w,
+                                             ValueRange{oc, icg, kh, kw});
+        if (et != ct)
+          wv = arith::ExtFOp::create(nb, l, ct, wv);
+        Value acc = a[1];
+        if (et != ct)
+          acc = arith::ExtFOp::create(nb, l, ct, acc);
+        Value r = f.add(acc, f.mul(wv, v));
+        if (et != ct)
+          r = arith::TruncFOp::create(nb, l, et, r);
+        linalg::YieldOp::create(nb, l, r);
+      });
+  n.setOutput(0, op.getResult(0), n.dtype(0));
+  return success();
+}
+
+/// RoiAlign: each output bin averages (or maxes) a grid of bilinear samples
+/// of its roi. The grid is sampling_ratio^2, or ceil(roi size / bins) per
+/// roi: then its largest size must be known, so rois must be literal, and
+/// the loops run to that size with smaller grids masked.
+LogicalResult lowerRoiAlign(NodeLowering &n) {
+  const Shape &xs = n.shape(0), &rs = n.shape(1);
+  if (xs.size() != 4 || rs.size() != 2 || rs[1] != 4 ||
+      n.shape(2) != Shape{rs[0]})
+    return n.fail("needs X [N, C, H, W], rois [R, 4], batch_indices [R]");
+  if (!isFloatDType(n.dtype(0)) || !isFloatDType(n.dtype(1)))
+    return n.fail("needs floating-point X and rois");
+  std::string mode = n.attrString("mode", "avg");
+  if (mode != "avg" && mode != "max")
+    return n.fail("unsupported mode '" + mode + "'");
+  bool halfPixel = n.opset() >= 16 &&
+                   n.attrString("coordinate_transformation_mode",
+                                "half_pixel") == "half_pixel";
+  int64_t OH = n.attrInt("output_height", 1), OW = n.attrInt("output_width", 1);
+  int64_t ratio = n.attrInt("sampling_ratio", 0);
+  double scale = n.attrFloat("spatial_scale", 1.0f);
+  int64_t R = rs[0], C = xs[1], H = xs[2], W = xs[3];
+  double offset = halfPixel ? 0.5 : 0.0;
+  // Sample grid extents per bin (static upper bounds).
+  int64_t gridH = ratio, gridW = ratio;
+  if (ratio <= 0) {
+    if (failed(n.requireLiterals(
+            {1}, "RoiAlign with sampling_ratio=0 (the sample count depends "
+                 "on the rois)")))
+      return failure();
+    gridH = gridW = 0;
+    const Literal &rois = n.literal(1);
+    for (int64_t r = 0; r < R; ++r) {
+      double h = (rois.getAsDouble(r * 4 + 3) - rois.getAsDouble(r * 4 + 1)) *
+                 scale,
+             w = (rois.getAsDouble(r * 4 + 2) - rois.getAsDouble(r * 4)) *
+                 scale;
+      if (!halfPixel)
+        h = std::max(h, 1.0), w = std::max(w, 1.0);
+      gridH = std::max<int64_t>(gridH, (int64_t)std::ceil(h / OH));
+      gridW = std::max<int64_t>(gridW, (int64_t)std::ceil(w / OW));
+    }
+    gridH = std::max<int64_t>(gridH, 1);
+    gridW = std::max<int64_t>(gridW, 1);
+  }
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  MLIRContext *ctx = b.getContext();
+  Type et = n.elementType(n.dtype(0));
+  Type ct = et.isF64() ? et : b.getF32Type();
+  Value x = n.value(0), rois = n.value(1), batch = n.value(2);
+  Shape out = {R, C, OH, OW};
+  bool isMax = mode == "max";
+  Value init = emitFilled(b, loc, out,
+                          b.getFloatAttr(ct, isMax ? -INFINITY : 0.0));
+  auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
+  Value window = tensor::EmptyOp::create(b, loc, Shape{gridH, gridW}, ct);
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(6, 0, {d(4), d(5)}, ctx),
+      AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx)};
+  SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
+  iters.append(2, utils::IteratorType::reduction);
+  auto op = linalg::GenericOp::create(
+      b, loc, init.getType(), ValueRange{window}, ValueRange{init}, maps, iters,
+      [&](OpBuilder &nb, Location l, ValueRange a) {
+        FloatOps f{nb, l, ct};
+        Type i64 = nb.getI64Type();
+        auto idx = [&](int64_t i) -> Value {
+          return linalg::IndexOp::create(nb, l, i);
+        };
+        auto toF = [&](Value v) -> Value {
+          return arith::SIToFPOp::create(
+              nb, l, ct, arith::IndexCastOp::create(nb, l, i64, v));
+        };
+        Value r = idx(0), c = idx(1), ph = idx(2), pw = idx(3), iy = idx(4),
+              ix = idx(5);
+        auto roi = [&](int64_t k) -> Value {
+          Value v = tensor::ExtractOp::create(
+              nb, l, rois,
+              ValueRange{r, arith::ConstantIndexOp::create(nb, l, k)});
+          if (v.getType() != ct)
+            v = emitScalarCast(nb, l, v, n.dtype(1),
+                               ct.isF64() ? kDouble : kFloat, ct);
+          return f.sub(f.mul(v, f.c(scale)), f.c(offset));
+        };
+        Value x0 = roi(0), y0 = roi(1), x1 = roi(2), y1 = roi(3);
+        Value rw = f.sub(x1, x0), rh = f.sub(y1, y0);
+        if (!halfPixel) {
+          rw = arith::MaximumFOp::create(nb, l, rw, f.c(1));
+          rh = arith::MaximumFOp::create(nb, l, rh, f.c(1));
+        }
+        Value binH = f.div(rh, f.c(OH)), binW = f.div(rw, f.c(OW));
+        // This roi's grid, and whether (iy, ix) is in it.
+        Value gh = ratio > 0 ? f.c(ratio) : (Value)math::CeilOp::create(nb, l, binH);
+        Value gw = ratio > 0 ? f.c(ratio) : (Value)math::CeilOp::create(nb, l, binW);
+        Value iyF = toF(iy), ixF = toF(ix);
+        Value inGrid = arith::AndIOp::create(nb, l, f.lt(iyF, gh), f.lt(ixF, gw));
+        Value y = f.add(f.add(y0, f.mul(toF(ph), binH)),
+                        f.div(f.mul(f.add(iyF, f.c(0.5)), binH), gh));
+        Value xx = f.add(f.add(x0, f.mul(toF(pw), binW)),
+                         f.div(f.mul(f.add(ixF, f.c(0.5)), binW), gw));
+        // Outside [-1, size] a sample is 0; inside, clamped to the edges.
+        Value outside = arith::OrIOp::create(
+            nb, l,
+            arith::OrIOp::create(nb, l, f.lt(y, f.c(-1)), f.gt(y, f.c(H))),
+            arith::OrIOp::create(nb, l, f.lt(xx, f.c(-1)), f.gt(xx, f.c(W))));
+        y = f.clamp(y, 0, H - 1);
+        xx = f.clamp(xx, 0, W - 1);
+        Value yl = math::FloorOp::create(nb, l, y),
+              xl = math::FloorOp::create(nb, l, xx);
+        Value ly = f.sub(y, yl), lx = f.sub(xx, xl);
+        Value yh = f.clamp(f.add(yl, f.c(1)), 0, H - 1),
+              xh = f.clamp(f.add(xl, f.c(1)), 0, W - 1);
+        Value bi = tensor::ExtractOp::create(nb, l, batch, ValueRange{r});
+        bi = arith::IndexCastOp::create(
+            nb, l, nb.getIndexType(),
+            arith::MinSIOp::create(
+                nb, l,
+                arith::MaxSIOp::create(
+                    nb, l, bi, arith::ConstantIntOp::create(nb, l, bi.getType(), 0)),
+                arith::ConstantIntOp::create(nb, l, bi.getType(), xs[0] - 1)));
+        auto at = [&](Value yy, Value xv) -> Value {
+          auto ix = [&](Value v) -> Value {
+            return arith::IndexCastOp::create(
+                nb, l, nb.getIndexType(),
+                arith::FPToSIOp::create(nb, l, i64, v));
+          };
+          Value v = tensor::ExtractOp::create(nb, l, x,
+                                              ValueRange{bi, c, ix(yy), ix(xv)});
+          return et != ct ? (Value)arith::ExtFOp::create(nb, l, ct, v) : v;
+        };
+        Value hy = f.sub(f.c(1), ly), hx = f.sub(f.c(1), lx);
+        Value t1 = f.mul(f.mul(hy, hx), at(yl, xl));
+        Value t2 = f.mul(f.mul(hy, lx), at(yl, xh));
+        Value t3 = f.mul(f.mul(ly, hx), at(yh, xl));
+        Value t4 = f.mul(f.mul(ly, lx), at(yh, xh));
+        Value acc = a[1], res;
+        if (isMax) {
+          Value m = arith::MaximumFOp::create(
+              nb, l, arith::MaximumFOp::create(nb, l, t1, t2),
+              arith::MaximumFOp::create(nb, l, t3, t4));
+          m = f.sel(outside, f.c(0), m);
+          res = f.sel(inGrid, arith::MaximumFOp::create(nb, l, acc, m), acc);
+        } else {
+          Value count = arith::MaximumFOp::create(nb, l, f.mul(gh, gw), f.c(1));
+          Value sum = f.add(f.add(t1, t2), f.add(t3, t4));
+          sum = f.sel(outside, f.c(0), sum);
+          res = f.sel(inGrid, f.add(acc, f.div(sum, count)), acc);
+        }
+        linalg::YieldOp::create(nb, l, res);
+      });
+  Value y = op.getResult(0);
+  // Empty grids leave max at -inf where the reference gives 0; f32 back to
+  // the input type.
+  y = emitElementwise(b, loc, y, et, out,
+                      [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
+                        Value r = v[0];
+                        if (isMax) {
+                          Value none = arith::CmpFOp::create(
+                              nb, l, arith::CmpFPredicate::OEQ, r,
+                              scalarConstant(nb, l, ct, -INFINITY));
+                          r = arith::SelectOp::create(
+                              nb, l, none, scalarConstant(nb, l, ct, 0), r);
+                        }
+                        return et != ct
+                                   ? (Value)arith::TruncFOp::create(nb, l, et, r)
+                                   : r;
+                      });
+  n.setOutput(0, y, n.dtype(0));
+  return success();
+}
+
 } // namespace
 
 void registerImageLowerings() {
+  opLowerings()["RoiAlign"] = lowerRoiAlign;
+  opLowerings()["DeformConv"] = lowerDeformConv;
   opLowerings()["Col2Im"] = lowerCol2Im;
   opLowerings()["CenterCropPad"] = lowerCenterCropPad;
   opLowerings()["GridSample"] = lowerGridSample;

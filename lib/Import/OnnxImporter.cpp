@@ -55,6 +55,8 @@ static void ensureRegistered() {
     registerIndexingLowerings();
     registerQuantizeLowerings();
     registerImageLowerings();
+    registerFoldedLowerings();
+    registerMatrixLowerings();
     return true;
   }();
   (void)done;
@@ -620,8 +622,7 @@ LogicalResult GraphLowering::lowerNode(const onnx::NodeProto &node,
     static const std::pair<const char *, const char *> newAttributes[] = {
         {"Cast", "round_mode"},
         {"CastLike", "round_mode"},
-        {"Range", "stash_type"},
-        {"SpaceToDepth", "mode"}};
+        {"Range", "stash_type"}};
     for (auto [op, attr] : newAttributes)
       for (const auto &a : node.attribute())
         if (node.op_type() == op && a.name() == attr) {

@@ -120,6 +120,8 @@ void registerSignalLowerings();
 void registerIndexingLowerings();
 void registerQuantizeLowerings();
 void registerImageLowerings();
+void registerFoldedLowerings();
+void registerMatrixLowerings();
 
 //===--- IR helpers shared by op lowerings
 //---------------------------------===//
