@@ -167,6 +167,39 @@ public:
   FailureOr<Literal> literalFromTensorProto(const onnx::TensorProto &t,
                                             Location loc);
 
+  /// The graph inputs not known at compile time that `name` is computed
+  /// from (itself, if it is one), in the order first reached.
+  std::vector<std::string> inputsBehind(const std::string &name) {
+    std::vector<std::string> found, stack = {name};
+    std::set<std::string> seen;
+    while (!stack.empty()) {
+      std::string v = stack.back();
+      stack.pop_back();
+      if (!seen.insert(v).second || v.empty())
+        continue;
+      GraphValue *gv = lookup(v);
+      if (gv && gv->literal)
+        continue;
+      auto p = producers.find(v);
+      if (p == producers.end()) {
+        if (gv)
+          found.push_back(v);
+        continue;
+      }
+      // Shapes are static: Shape and Size need no values.
+      const std::string &op = p->second->op_type();
+      if (op == "Shape" || op == "Size")
+        continue;
+      const auto &ins = p->second->input();
+      for (auto it = ins.rbegin(); it != ins.rend(); ++it)
+        stack.push_back(*it);
+    }
+    return found;
+  }
+  bool isProduced(const std::string &name) const {
+    return producers.count(name) != 0;
+  }
+
 private:
   LogicalResult importInputs(const onnx::GraphProto &graph);
   LogicalResult importConstantInput(const onnx::ValueInfoProto &in,
@@ -186,6 +219,8 @@ private:
   std::string displayName, baseDir;
   const ImportOptions &options;
   std::map<std::string, GraphValue> values;
+  /// The node computing each value (graph inputs and initializers have none).
+  std::map<std::string, const onnx::NodeProto *> producers;
   func::FuncOp func;
   ImportedModel result;
   std::vector<Type> weightTypes;
@@ -695,9 +730,12 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
                            NameLoc::get(builder.getStringAttr(in.name)));
   }
   builder.setInsertionPointToEnd(entry);
-  for (const auto &node : graph.node())
+  for (const auto &node : graph.node()) {
+    for (const auto &out : node.output())
+      producers[out] = &node;
     if (failed(lowerNode(node, opset)))
       return failure();
+  }
 
   SmallVector<Value> results;
   for (const auto &out : graph.output()) {
@@ -772,10 +810,23 @@ bool NodeLowering::allInputsLiteral() const {
 LogicalResult NodeLowering::requireLiterals(std::initializer_list<size_t> inputs,
                                             StringRef what) const {
   for (size_t i : inputs)
-    if (hasInput(i) && !isLiteral(i))
+    if (hasInput(i) && !isLiteral(i)) {
+      // A value computed inside the graph (an expanded function body) is
+      // known once the graph inputs it comes from are: name them.
+      std::string behind;
+      if (graph_.isProduced(node_.input(i))) {
+        std::vector<std::string> names = graph_.inputsBehind(node_.input(i));
+        for (size_t k = 0; k < names.size(); ++k)
+          behind += (k ? ", '" : "'") + names[k] + "'";
+        if (!names.empty())
+          behind = "; it is computed from graph input" +
+                   std::string(names.size() > 1 ? "s " : " ") + behind;
+      }
       return fail(what + ": input " + Twine(i) + " ('" + node_.input(i) +
                   "') must be known at compile time (mcc compiles static "
-                  "shapes; a graph input can be frozen with --const-input)");
+                  "shapes; a graph input can be frozen with --const-input)" +
+                  behind);
+    }
   return success();
 }
 
