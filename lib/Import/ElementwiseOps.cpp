@@ -942,14 +942,14 @@ void registerElementwiseLowerings() {
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, a[1],
                                 cst(b, loc, a[1], width));
       if (left || !isSigned) {
-        Value shifted =
-            left ? (Value)arith::ShLIOp::create(b, loc, a[0], a[1])
-                 : (Value)arith::ShRUIOp::create(b, loc, a[0], a[1]);
+        Value shifted = left
+                            ? (Value)arith::ShLIOp::create(b, loc, a[0], a[1])
+                            : (Value)arith::ShRUIOp::create(b, loc, a[0], a[1]);
         return arith::SelectOp::create(b, loc, tooFar, cst(b, loc, a[0], 0),
                                        shifted);
       }
-      Value count = arith::SelectOp::create(
-          b, loc, tooFar, cst(b, loc, a[1], width - 1), a[1]);
+      Value count = arith::SelectOp::create(b, loc, tooFar,
+                                            cst(b, loc, a[1], width - 1), a[1]);
       return arith::ShRSIOp::create(b, loc, a[0], count);
     };
     d.evalInt = [left, isSigned, width](const std::vector<int64_t> &v) {
@@ -979,38 +979,37 @@ void registerElementwiseLowerings() {
     return lowerElementwise(n, bitShift(n));
   };
   // Bitwise ops on integers (bool too: an i1 is its own bit pattern).
-  auto bitwise = [](std::function<Value(OpBuilder &, Location, Value, Value)>
-                        emit,
-                    int64_t (*f)(int64_t, int64_t)) {
-    ElementwiseDef d;
-    d.emit = [emit](OpBuilder &b, Location loc, ValueRange a, int32_t) {
-      return emit(b, loc, a[0], a[1]);
-    };
-    d.evalInt = [f](const std::vector<int64_t> &v) { return f(v[0], v[1]); };
-    d.eval = [](const std::vector<double> &) -> double {
-      llvm_unreachable("bitwise ops fold through evalInt");
-    };
-    return LowerFn([d](NodeLowering &n) -> LogicalResult {
-      if (isF(n.dtype(0)))
-        return n.fail("needs integer inputs");
-      return lowerElementwise(n, d);
-    });
-  };
-  opLowerings()["BitwiseAnd"] = bitwise(
-      [](OpBuilder &b, Location l, Value x, Value y) {
-        return (Value)arith::AndIOp::create(b, l, x, y);
-      },
-      [](int64_t a, int64_t b) { return a & b; });
-  opLowerings()["BitwiseOr"] = bitwise(
-      [](OpBuilder &b, Location l, Value x, Value y) {
-        return (Value)arith::OrIOp::create(b, l, x, y);
-      },
-      [](int64_t a, int64_t b) { return a | b; });
-  opLowerings()["BitwiseXor"] = bitwise(
-      [](OpBuilder &b, Location l, Value x, Value y) {
-        return (Value)arith::XOrIOp::create(b, l, x, y);
-      },
-      [](int64_t a, int64_t b) { return a ^ b; });
+  auto bitwise =
+      [](std::function<Value(OpBuilder &, Location, Value, Value)> emit,
+         int64_t (*f)(int64_t, int64_t)) {
+        ElementwiseDef d;
+        d.emit = [emit](OpBuilder &b, Location loc, ValueRange a, int32_t) {
+          return emit(b, loc, a[0], a[1]);
+        };
+        d.evalInt = [f](const std::vector<int64_t> &v) {
+          return f(v[0], v[1]);
+        };
+        d.eval = [](const std::vector<double> &) -> double {
+          llvm_unreachable("bitwise ops fold through evalInt");
+        };
+        return LowerFn([d](NodeLowering &n) -> LogicalResult {
+          if (isF(n.dtype(0)))
+            return n.fail("needs integer inputs");
+          return lowerElementwise(n, d);
+        });
+      };
+  opLowerings()["BitwiseAnd"] =
+      bitwise([](OpBuilder &b, Location l, Value x,
+                 Value y) { return (Value)arith::AndIOp::create(b, l, x, y); },
+              [](int64_t a, int64_t b) { return a & b; });
+  opLowerings()["BitwiseOr"] =
+      bitwise([](OpBuilder &b, Location l, Value x,
+                 Value y) { return (Value)arith::OrIOp::create(b, l, x, y); },
+              [](int64_t a, int64_t b) { return a | b; });
+  opLowerings()["BitwiseXor"] =
+      bitwise([](OpBuilder &b, Location l, Value x,
+                 Value y) { return (Value)arith::XOrIOp::create(b, l, x, y); },
+              [](int64_t a, int64_t b) { return a ^ b; });
   opLowerings()["BitwiseNot"] = [](NodeLowering &n) -> LogicalResult {
     if (isF(n.dtype(0)))
       return n.fail("needs integer inputs");

@@ -160,9 +160,8 @@ LogicalResult lowerUnique(NodeLowering &n) {
   };
   std::vector<int64_t> order(len);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t s, int64_t t) {
-    return cmpSlice(s, t) < 0;
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t s, int64_t t) { return cmpSlice(s, t) < 0; });
   // Groups of equal slices in sorted order; each is represented by its
   // first occurrence (the stable sort puts it first).
   std::vector<int64_t> firsts, counts, groupOf(len);

@@ -74,8 +74,8 @@ std::array<Value, 4> cubicCoeffs(FloatOps &f, Value t) {
         f.c(4 * a));
   };
   auto near = [&](Value x) { // x <= 1
-    return f.add(
-        f.mul(f.mul(f.sub(f.mul(f.c(a + 2), x), f.c(a + 3)), x), x), f.c(1));
+    return f.add(f.mul(f.mul(f.sub(f.mul(f.c(a + 2), x), f.c(a + 3)), x), x),
+                 f.c(1));
   };
   Value oneMinus = f.sub(f.c(1), t);
   return {far(f.add(t, f.c(1))), near(t), near(oneMinus),
@@ -90,7 +90,8 @@ LogicalResult lowerGridSample(NodeLowering &n) {
                   " do not fit");
   if (!isFloatDType(n.dtype(0)) || !isFloatDType(n.dtype(1)))
     return n.fail("needs floating-point input and grid");
-  std::string mode = n.attrString("mode", n.opset() < 20 ? "bilinear" : "linear");
+  std::string mode =
+      n.attrString("mode", n.opset() < 20 ? "bilinear" : "linear");
   if (mode == "bilinear")
     mode = "linear";
   if (mode == "bicubic")
@@ -132,10 +133,10 @@ LogicalResult lowerGridSample(NodeLowering &n) {
             g = emitScalarCast(nb, l, g, n.dtype(1),
                                ct.isF64() ? kDouble : kFloat, ct);
           double len = xs[2 + i];
-          Value c = align ? f.mul(f.div(f.add(g, f.c(1)), f.c(2)), f.c(len - 1))
-                          : f.div(f.sub(f.mul(f.add(g, f.c(1)), f.c(len)),
-                                        f.c(1)),
-                                  f.c(2));
+          Value c =
+              align ? f.mul(f.div(f.add(g, f.c(1)), f.c(2)), f.c(len - 1))
+                    : f.div(f.sub(f.mul(f.add(g, f.c(1)), f.c(len)), f.c(1)),
+                            f.c(2));
           if (mode == "nearest")
             c = math::RoundEvenOp::create(nb, l, c);
           double lo = align ? 0 : -0.5, hi = align ? len - 1 : len - 0.5;
@@ -194,8 +195,8 @@ LogicalResult lowerGridSample(NodeLowering &n) {
               Value pf = arith::SIToFPOp::create(nb, l, ct, p);
               p = arith::FPToSIOp::create(nb, l, i64, f.reflect(pf, rlo, rhi));
             }
-            p = arith::MinSIOp::create(nb, l, arith::MaxSIOp::create(nb, l, p, lo),
-                                       hi);
+            p = arith::MinSIOp::create(
+                nb, l, arith::MaxSIOp::create(nb, l, p, lo), hi);
             at.push_back(
                 arith::IndexCastOp::create(nb, l, nb.getIndexType(), p));
           }
@@ -286,10 +287,9 @@ LogicalResult lowerAffineGrid(NodeLowering &n) {
   }
   baseExprs.push_back(jD);
   outExprs.push_back(kD);
-  SmallVector<AffineMap> maps = {
-      AffineMap::get(loops, 0, {nD, kD, jD}, ctx),
-      AffineMap::get(loops, 0, baseExprs, ctx),
-      AffineMap::get(loops, 0, outExprs, ctx)};
+  SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, {nD, kD, jD}, ctx),
+                                 AffineMap::get(loops, 0, baseExprs, ctx),
+                                 AffineMap::get(loops, 0, outExprs, ctx)};
   SmallVector<utils::IteratorType> iters(loops - 1,
                                          utils::IteratorType::parallel);
   iters.push_back(utils::IteratorType::reduction);
@@ -381,8 +381,8 @@ LogicalResult lowerCenterCropPad(NodeLowering &n) {
       hi.push_back(b.getIndexAttr(padHi[d]));
     }
     Type et = n.elementType(n.dtype(0));
-    x = tensor::PadOp::create(b, loc, RankedTensorType::get(out, et), x, lo,
-                              hi, scalarConstant(b, loc, et, 0.0));
+    x = tensor::PadOp::create(b, loc, RankedTensorType::get(out, et), x, lo, hi,
+                              scalarConstant(b, loc, et, 0.0));
   }
   n.setOutput(0, x, n.dtype(0));
   return success();
@@ -403,22 +403,22 @@ LogicalResult lowerCol2Im(NodeLowering &n) {
                   "-d shapes");
   if (!isFloatDType(n.dtype(0)))
     return n.fail("needs a floating-point input");
-  std::vector<int64_t> dil = n.attrInts("dilations",
-                                        std::vector<int64_t>(r, 1)),
-                       pads = n.attrInts("pads",
-                                         std::vector<int64_t>(2 * r, 0)),
-                       strides = n.attrInts("strides",
-                                            std::vector<int64_t>(r, 1));
+  std::vector<int64_t> dil =
+                           n.attrInts("dilations", std::vector<int64_t>(r, 1)),
+                       pads =
+                           n.attrInts("pads", std::vector<int64_t>(2 * r, 0)),
+                       strides =
+                           n.attrInts("strides", std::vector<int64_t>(r, 1));
   if ((int64_t)dil.size() != r || (int64_t)pads.size() != 2 * r ||
       (int64_t)strides.size() != r)
     return n.fail("dilations/pads/strides do not match the image rank");
   int64_t kernelSize = numElements(block);
   Shape blocks;
   for (int64_t i = 0; i < r; ++i)
-    blocks.push_back((image[i] + pads[i] + pads[r + i] -
-                      dil[i] * (block[i] - 1) - 1) /
-                         strides[i] +
-                     1);
+    blocks.push_back(
+        (image[i] + pads[i] + pads[r + i] - dil[i] * (block[i] - 1) - 1) /
+            strides[i] +
+        1);
   if (xs[1] % kernelSize || numElements(blocks) != xs[2])
     return n.fail("input " + formatShape(xs) + " does not match the blocks");
   OpBuilder &b = n.builder();
@@ -455,8 +455,8 @@ LogicalResult lowerCol2Im(NodeLowering &n) {
           Value dist = arith::SubIOp::create(
               nb, l, arith::AddIOp::create(nb, l, idx(2 + i), c(pads[i])),
               arith::MulIOp::create(nb, l, idx(2 + r + i), c(dil[i])));
-          Value nonNeg = arith::CmpIOp::create(
-              nb, l, arith::CmpIPredicate::sge, dist, c(0));
+          Value nonNeg = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge,
+                                               dist, c(0));
           Value safe = arith::MaxSIOp::create(nb, l, dist, c(0));
           Value q = arith::DivUIOp::create(nb, l, safe, c(strides[i]));
           Value exact = arith::CmpIOp::create(
@@ -476,8 +476,8 @@ LogicalResult lowerCol2Im(NodeLowering &n) {
         }
         Value ch = arith::AddIOp::create(
             nb, l, arith::MulIOp::create(nb, l, idx(1), c(kernelSize)), kFlat);
-        Value v = tensor::ExtractOp::create(nb, l, x,
-                                            ValueRange{idx(0), ch, lFlat});
+        Value v =
+            tensor::ExtractOp::create(nb, l, x, ValueRange{idx(0), ch, lFlat});
         Value contrib =
             arith::SelectOp::create(nb, l, ok, v, scalarConstant(nb, l, et, 0));
         linalg::YieldOp::create(
@@ -494,7 +494,8 @@ Value bilinearZeros(FloatOps &f, Value x, Value n, Value c, Value h, Value w,
   OpBuilder &b = f.b;
   Location l = f.l;
   Type i64 = b.getI64Type();
-  Value h0f = math::FloorOp::create(b, l, h), w0f = math::FloorOp::create(b, l, w);
+  Value h0f = math::FloorOp::create(b, l, h),
+        w0f = math::FloorOp::create(b, l, w);
   Value lh = f.sub(h, h0f), lw = f.sub(w, w0f);
   Value h0 = arith::FPToSIOp::create(b, l, i64, h0f);
   Value w0 = arith::FPToSIOp::create(b, l, i64, w0f);
@@ -508,13 +509,14 @@ Value bilinearZeros(FloatOps &f, Value x, Value n, Value c, Value h, Value w,
       Value xx = dx ? (Value)arith::AddIOp::create(b, l, w0, one) : w0;
       auto inRange = [&](Value v, int64_t len) -> Value {
         return arith::AndIOp::create(
-            b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, v, zero),
+            b, l,
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, v, zero),
             arith::CmpIOp::create(
                 b, l, arith::CmpIPredicate::slt, v,
                 arith::ConstantIntOp::create(b, l, i64, len)));
       };
-      Value ok = arith::AndIOp::create(b, l, inRange(y, height),
-                                       inRange(xx, width));
+      Value ok =
+          arith::AndIOp::create(b, l, inRange(y, height), inRange(xx, width));
       auto clampIdx = [&](Value v, int64_t len) -> Value {
         v = arith::MaxSIOp::create(b, l, v, zero);
         v = arith::MinSIOp::create(
@@ -522,8 +524,7 @@ Value bilinearZeros(FloatOps &f, Value x, Value n, Value c, Value h, Value w,
         return arith::IndexCastOp::create(b, l, b.getIndexType(), v);
       };
       Value v = tensor::ExtractOp::create(
-          b, l, x,
-          ValueRange{n, c, clampIdx(y, height), clampIdx(xx, width)});
+          b, l, x, ValueRange{n, c, clampIdx(y, height), clampIdx(xx, width)});
       if (et != f.t)
         v = arith::ExtFOp::create(b, l, f.t, v);
       Value wy = dy ? lh : f.sub(f.c(1), lh), wx = dx ? lw : f.sub(f.c(1), lw);
@@ -548,7 +549,8 @@ LogicalResult lowerDeformConv(NodeLowering &n) {
   std::vector<int64_t> dil = n.attrInts("dilations", {1, 1}),
                        pads = n.attrInts("pads", {0, 0, 0, 0}),
                        strides = n.attrInts("strides", {1, 1});
-  int64_t group = n.attrInt("group", 1), offGroup = n.attrInt("offset_group", 1);
+  int64_t group = n.attrInt("group", 1),
+          offGroup = n.attrInt("offset_group", 1);
   int64_t KH = kernel[0], KW = kernel[1];
   if (kernel.size() != 2 || dil.size() != 2 || pads.size() != 4 ||
       strides.size() != 2 || group < 1 || offGroup < 1 || C % group ||
@@ -575,9 +577,9 @@ LogicalResult lowerDeformConv(NodeLowering &n) {
   // Loops: n, oc, i, j | icg, kh, kw.
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
   Value window = tensor::EmptyOp::create(b, loc, Shape{icPerGroup, KH, KW}, et);
-  SmallVector<AffineMap> maps = {AffineMap::get(7, 0, {d(4), d(5), d(6)}, ctx),
-                                 AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)},
-                                                ctx)};
+  SmallVector<AffineMap> maps = {
+      AffineMap::get(7, 0, {d(4), d(5), d(6)}, ctx),
+      AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, ctx)};
   SmallVector<utils::IteratorType> iters(4, utils::IteratorType::parallel);
   iters.append(3, utils::IteratorType::reduction);
   auto op = linalg::GenericOp::create(
@@ -604,27 +606,26 @@ LogicalResult lowerDeformConv(NodeLowering &n) {
         Value g = arith::DivUIOp::create(nb, l, ic, c(icPerOff));
         Value k = add(mul(add(mul(g, c(KH)), kh), c(KW)), kw);
         auto read = [&](Value t, Value ch) -> Value {
-          Value v = tensor::ExtractOp::create(nb, l, t, ValueRange{bn, ch, i, j});
+          Value v =
+              tensor::ExtractOp::create(nb, l, t, ValueRange{bn, ch, i, j});
           return et != ct ? (Value)arith::ExtFOp::create(nb, l, ct, v) : v;
         };
         Value offH = read(off, mul(k, c(2)));
         Value offW = read(off, add(mul(k, c(2)), c(1)));
         auto toF = [&](Value v) -> Value {
           return arith::SIToFPOp::create(
-              nb, l, ct,
-              arith::IndexCastOp::create(nb, l, nb.getI64Type(), v));
+              nb, l, ct, arith::IndexCastOp::create(nb, l, nb.getI64Type(), v));
         };
         // Tap position: window start + kernel offset + learned offset.
         Value h = f.add(toF(add(mul(i, c(strides[0])), mul(kh, c(dil[0])))),
                         f.add(f.c(-pads[0]), offH));
-        Value wpos =
-            f.add(toF(add(mul(j, c(strides[1])), mul(kw, c(dil[1])))),
-                  f.add(f.c(-pads[1]), offW));
+        Value wpos = f.add(toF(add(mul(j, c(strides[1])), mul(kw, c(dil[1])))),
+                           f.add(f.c(-pads[1]), offW));
         Value v = bilinearZeros(f, x, bn, ic, h, wpos, H, W);
         if (mask)
           v = f.mul(v, read(mask, k));
-        Value wv = tensor::ExtractOp::create(nb, l, w,
-                                             ValueRange{oc, icg, kh, kw});
+        Value wv =
+            tensor::ExtractOp::create(nb, l, w, ValueRange{oc, icg, kh, kw});
         if (et != ct)
           wv = arith::ExtFOp::create(nb, l, ct, wv);
         Value acc = a[1];
@@ -653,9 +654,9 @@ LogicalResult lowerRoiAlign(NodeLowering &n) {
   std::string mode = n.attrString("mode", "avg");
   if (mode != "avg" && mode != "max")
     return n.fail("unsupported mode '" + mode + "'");
-  bool halfPixel = n.opset() >= 16 &&
-                   n.attrString("coordinate_transformation_mode",
-                                "half_pixel") == "half_pixel";
+  bool halfPixel =
+      n.opset() >= 16 && n.attrString("coordinate_transformation_mode",
+                                      "half_pixel") == "half_pixel";
   int64_t OH = n.attrInt("output_height", 1), OW = n.attrInt("output_width", 1);
   int64_t ratio = n.attrInt("sampling_ratio", 0);
   double scale = n.attrFloat("spatial_scale", 1.0f);
@@ -691,8 +692,8 @@ LogicalResult lowerRoiAlign(NodeLowering &n) {
   Value x = n.value(0), rois = n.value(1), batch = n.value(2);
   Shape out = {R, C, OH, OW};
   bool isMax = mode == "max";
-  Value init = emitFilled(b, loc, out,
-                          b.getFloatAttr(ct, isMax ? -INFINITY : 0.0));
+  Value init =
+      emitFilled(b, loc, out, b.getFloatAttr(ct, isMax ? -INFINITY : 0.0));
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
   Value window = tensor::EmptyOp::create(b, loc, Shape{gridH, gridW}, ct);
   SmallVector<AffineMap> maps = {
@@ -731,10 +732,13 @@ LogicalResult lowerRoiAlign(NodeLowering &n) {
         }
         Value binH = f.div(rh, f.c(OH)), binW = f.div(rw, f.c(OW));
         // This roi's grid, and whether (iy, ix) is in it.
-        Value gh = ratio > 0 ? f.c(ratio) : (Value)math::CeilOp::create(nb, l, binH);
-        Value gw = ratio > 0 ? f.c(ratio) : (Value)math::CeilOp::create(nb, l, binW);
+        Value gh =
+            ratio > 0 ? f.c(ratio) : (Value)math::CeilOp::create(nb, l, binH);
+        Value gw =
+            ratio > 0 ? f.c(ratio) : (Value)math::CeilOp::create(nb, l, binW);
         Value iyF = toF(iy), ixF = toF(ix);
-        Value inGrid = arith::AndIOp::create(nb, l, f.lt(iyF, gh), f.lt(ixF, gw));
+        Value inGrid =
+            arith::AndIOp::create(nb, l, f.lt(iyF, gh), f.lt(ixF, gw));
         Value y = f.add(f.add(y0, f.mul(toF(ph), binH)),
                         f.div(f.mul(f.add(iyF, f.c(0.5)), binH), gh));
         Value xx = f.add(f.add(x0, f.mul(toF(pw), binW)),
@@ -757,7 +761,8 @@ LogicalResult lowerRoiAlign(NodeLowering &n) {
             arith::MinSIOp::create(
                 nb, l,
                 arith::MaxSIOp::create(
-                    nb, l, bi, arith::ConstantIntOp::create(nb, l, bi.getType(), 0)),
+                    nb, l, bi,
+                    arith::ConstantIntOp::create(nb, l, bi.getType(), 0)),
                 arith::ConstantIntOp::create(nb, l, bi.getType(), xs[0] - 1)));
         auto at = [&](Value yy, Value xv) -> Value {
           auto ix = [&](Value v) -> Value {
@@ -765,8 +770,8 @@ LogicalResult lowerRoiAlign(NodeLowering &n) {
                 nb, l, nb.getIndexType(),
                 arith::FPToSIOp::create(nb, l, i64, v));
           };
-          Value v = tensor::ExtractOp::create(nb, l, x,
-                                              ValueRange{bi, c, ix(yy), ix(xv)});
+          Value v = tensor::ExtractOp::create(
+              nb, l, x, ValueRange{bi, c, ix(yy), ix(xv)});
           return et != ct ? (Value)arith::ExtFOp::create(nb, l, ct, v) : v;
         };
         Value hy = f.sub(f.c(1), ly), hx = f.sub(f.c(1), lx);
@@ -792,20 +797,19 @@ LogicalResult lowerRoiAlign(NodeLowering &n) {
   Value y = op.getResult(0);
   // Empty grids leave max at -inf where the reference gives 0; f32 back to
   // the input type.
-  y = emitElementwise(b, loc, y, et, out,
-                      [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
-                        Value r = v[0];
-                        if (isMax) {
-                          Value none = arith::CmpFOp::create(
-                              nb, l, arith::CmpFPredicate::OEQ, r,
-                              scalarConstant(nb, l, ct, -INFINITY));
-                          r = arith::SelectOp::create(
-                              nb, l, none, scalarConstant(nb, l, ct, 0), r);
-                        }
-                        return et != ct
-                                   ? (Value)arith::TruncFOp::create(nb, l, et, r)
-                                   : r;
-                      });
+  y = emitElementwise(
+      b, loc, y, et, out,
+      [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
+        Value r = v[0];
+        if (isMax) {
+          Value none =
+              arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, r,
+                                    scalarConstant(nb, l, ct, -INFINITY));
+          r = arith::SelectOp::create(nb, l, none, scalarConstant(nb, l, ct, 0),
+                                      r);
+        }
+        return et != ct ? (Value)arith::TruncFOp::create(nb, l, et, r) : r;
+      });
   n.setOutput(0, y, n.dtype(0));
   return success();
 }

@@ -438,7 +438,7 @@ LogicalResult lowerPoolGeneric(NodeLowering &n, PoolKind kind) {
   bool withIndices = kind == PoolKind::Max && n.hasOutput(1);
   TypedAttr init =
       kind != PoolKind::Max ? (TypedAttr)b.getFloatAttr(et, 0.0)
-      : isFloat ? (TypedAttr)b.getFloatAttr(et, lowest)
+      : isFloat             ? (TypedAttr)b.getFloatAttr(et, lowest)
                 : (TypedAttr)b.getIntegerAttr(et, static_cast<int64_t>(lowest));
   SmallVector<Value> outs = {emitFilled(b, loc, out, init)};
   if (withIndices) {
@@ -468,15 +468,17 @@ LogicalResult lowerPoolGeneric(NodeLowering &n, PoolKind kind) {
           return;
         }
         Value better =
-            isFloat ? (Value)arith::CmpFOp::create(
-                          nb, l, arith::CmpFPredicate::OGT, v, acc)
-                    : (Value)arith::CmpIOp::create(nb, l,
-                                            uns ? arith::CmpIPredicate::ugt
-                                                : arith::CmpIPredicate::sgt,
-                                            v, acc);
+            isFloat
+                ? (Value)arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT,
+                                               v, acc)
+                : (Value)arith::CmpIOp::create(nb, l,
+                                               uns ? arith::CmpIPredicate::ugt
+                                                   : arith::CmpIPredicate::sgt,
+                                               v, acc);
         if (!withIndices) {
           linalg::YieldOp::create(
-              nb, l, arith::SelectOp::create(nb, l, better, v, acc).getResult());
+              nb, l,
+              arith::SelectOp::create(nb, l, better, v, acc).getResult());
           return;
         }
         // The position in the unpadded input, flattened over (n, c,
@@ -1079,8 +1081,8 @@ LogicalResult lowerCumulative(NodeLowering &n, bool product) {
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
   iters.push_back(utils::IteratorType::reduction);
   TypedAttr identity = !product ? zeroAttr(b, et)
-                      : fl     ? (TypedAttr)b.getFloatAttr(et, 1.0)
-                               : (TypedAttr)b.getIntegerAttr(et, 1);
+                       : fl     ? (TypedAttr)b.getFloatAttr(et, 1.0)
+                                : (TypedAttr)b.getIntegerAttr(et, 1);
   Value init = emitFilled(b, loc, in, identity);
   SmallVector<AffineMap> maps = {AffineMap::get(rank + 1, 0, inExprs, ctx),
                                  AffineMap::get(rank + 1, 0, outExprs, ctx)};

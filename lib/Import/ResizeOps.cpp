@@ -125,8 +125,8 @@ FailureOr<Taps> axisTaps(NodeLowering &n, int64_t in, int64_t out, double scale,
       double total = 0;
       for (int64_t k = aaStart; k < aaStart + taps.count; ++k) {
         double t = std::fabs(scale * (k - ratio));
-        double w = mode == "linear" ? std::clamp(1 - t, 0.0, 1.0)
-                                    : cubicWeight(t, a);
+        double w =
+            mode == "linear" ? std::clamp(1 - t, 0.0, 1.0) : cubicWeight(t, a);
         ws.push_back(w);
         total += w;
       }

@@ -328,10 +328,9 @@ LogicalResult lowerSlice(NodeLowering &n) {
   // An empty result reads nothing: no slice (whose offsets could not even
   // be in bounds), just a tensor of the empty shape.
   if (numElements(out) == 0) {
-    n.setOutput(0,
-                tensor::EmptyOp::create(b, n.loc(), out,
-                                        n.elementType(n.dtype(0))),
-                n.dtype(0));
+    n.setOutput(
+        0, tensor::EmptyOp::create(b, n.loc(), out, n.elementType(n.dtype(0))),
+        n.dtype(0));
     return success();
   }
   bool positive =
