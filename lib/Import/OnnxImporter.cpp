@@ -57,6 +57,7 @@ static void ensureRegistered() {
     registerImageLowerings();
     registerFoldedLowerings();
     registerMatrixLowerings();
+    registerControlFlowLowerings();
     return true;
   }();
   (void)done;
@@ -193,12 +194,25 @@ public:
       const auto &ins = p->second->input();
       for (auto it = ins.rbegin(); it != ins.rend(); ++it)
         stack.push_back(*it);
+      // Subgraphs (If branches, loop bodies) read outer values by name.
+      for (const auto &a : p->second->attribute())
+        if (a.has_g())
+          for (const auto &sub : a.g().node())
+            for (const auto &in : sub.input())
+              stack.push_back(in);
     }
     return found;
   }
   bool isProduced(const std::string &name) const {
     return producers.count(name) != 0;
   }
+
+  /// Lowers a subgraph (an If branch, a Loop or Scan body) inline, in the
+  /// current block: its inputs bound to `inputs`, outer values visible by
+  /// name. Returns its outputs; the names it defined are then restored.
+  FailureOr<std::vector<GraphValue>>
+  lowerSubgraph(const onnx::GraphProto &g, int64_t opset,
+                const std::vector<GraphValue> &inputs);
 
 private:
   LogicalResult importInputs(const onnx::GraphProto &graph);
@@ -608,6 +622,76 @@ LogicalResult GraphLowering::importInputs(const onnx::GraphProto &graph) {
   return success();
 }
 
+FailureOr<std::vector<GraphValue>>
+GraphLowering::lowerSubgraph(const onnx::GraphProto &g, int64_t opset,
+                             const std::vector<GraphValue> &inputs) {
+  if ((size_t)g.input_size() != inputs.size()) {
+    emitError(fileLoc()) << "subgraph '" << g.name() << "' takes "
+                         << g.input_size() << " inputs, given "
+                         << inputs.size();
+    return failure();
+  }
+  // Subgraph names may shadow outer ones: keep what they hid.
+  std::map<std::string, std::optional<GraphValue>> hidden;
+  auto shadow = [&](const std::string &name) {
+    if (name.empty() || hidden.count(name))
+      return;
+    GraphValue *old = lookup(name);
+    hidden[name] = old ? std::optional<GraphValue>(*old) : std::nullopt;
+  };
+  for (const auto &in : g.input())
+    shadow(in.name());
+  for (const auto &init : g.initializer())
+    shadow(init.name());
+  for (const auto &node : g.node())
+    for (const auto &out : node.output())
+      shadow(out);
+  auto restore = [&] {
+    for (auto &[name, old] : hidden) {
+      if (old)
+        values[name] = *old;
+      else
+        values.erase(name);
+    }
+  };
+  for (int i = 0; i < g.input_size(); ++i)
+    values[g.input(i).name()] = inputs[i];
+  for (const auto &init : g.initializer()) {
+    auto lit = literalFromTensorProto(
+        init, NameLoc::get(builder.getStringAttr(init.name())));
+    if (failed(lit)) {
+      restore();
+      return failure();
+    }
+    GraphValue v;
+    v.dtype = lit->dtype();
+    v.shape = lit->shape();
+    v.literal = std::move(*lit);
+    values[init.name()] = std::move(v);
+  }
+  std::vector<GraphValue> outs;
+  for (const auto &node : g.node()) {
+    for (const auto &out : node.output())
+      producers[out] = &node;
+    if (failed(lowerNode(node, opset))) {
+      restore();
+      return failure();
+    }
+  }
+  for (const auto &out : g.output()) {
+    GraphValue *v = lookup(out.name());
+    if (!v) {
+      emitError(fileLoc()) << "subgraph output '" << out.name()
+                           << "' is not produced by any node";
+      restore();
+      return failure();
+    }
+    outs.push_back(*v);
+  }
+  restore();
+  return outs;
+}
+
 LogicalResult GraphLowering::lowerNode(const onnx::NodeProto &node,
                                        int64_t opset) {
   std::string nodeName = node.name().empty()
@@ -830,6 +914,10 @@ LogicalResult NodeLowering::requireLiterals(std::initializer_list<size_t> inputs
   return success();
 }
 
+Value NodeLowering::materialize(GraphValue &v) {
+  return graph_.materialize(v, loc_);
+}
+
 Value NodeLowering::value(size_t i) {
   return graph_.materialize(*graph_.lookup(node_.input(i)), loc_);
 }
@@ -850,6 +938,18 @@ void NodeLowering::setOutput(size_t i, Value tensor, int32_t dtype) {
   v.shape = Shape(type.getShape().begin(), type.getShape().end());
   v.tensor = tensor;
   graph_.define(node_.output(i), std::move(v));
+}
+
+FailureOr<std::vector<GraphValue>>
+NodeLowering::lowerSubgraph(const onnx::GraphProto &g,
+                            const std::vector<GraphValue> &inputs) {
+  return graph_.lowerSubgraph(g, opset_, inputs);
+}
+
+void NodeLowering::setOutput(size_t i, const GraphValue &v) {
+  if (!hasOutput(i))
+    return;
+  graph_.define(node_.output(i), v);
 }
 
 void NodeLowering::setOutput(size_t i, Literal literal) {

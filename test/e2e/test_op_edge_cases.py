@@ -645,4 +645,38 @@ ref_check(helper.make_node("Unique", ["X"], ["Y", "I", "V", "C"], axis=0, sorted
           {}, "unique_axis_unsorted",
           inits=[("X", np.array([[3, 0], [1, 5], [3, 0], [2, 1], [1, 5]], np.int64))])
 
+# Scan over axis 1, output stacked on axis 1 in reverse (the suite's scans use
+# axis 0 forward only).
+fv = lambda name, shape=None: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)  # noqa: E731
+scan_body = helper.make_graph(
+    [helper.make_node("Add", ["s", "x"], ["so"]), helper.make_node("Mul", ["so", "x"], ["o"])],
+    "scan_body", [fv("s", [2]), fv("x", [2])], [fv("so", [2]), fv("o", [2])])
+s0 = rng2.standard_normal(2).astype(np.float32)
+xs = rng2.standard_normal((2, 4)).astype(np.float32)
+got = run([helper.make_node("Scan", ["S", "X"], ["SF", "Z"], num_scan_inputs=1,
+                            scan_input_axes=[1], scan_output_axes=[1],
+                            scan_output_directions=[1], body=scan_body)],
+          [fv("S", [2]), fv("X", [2, 4])], [fv("SF"), fv("Z")], {"S": s0, "X": xs},
+          "scan_axis1_reverse")
+state, steps = s0.copy(), []
+for t in range(4):  # the onnx reference scans axis 0 only: numpy here
+    state = state + xs[:, t]
+    steps.append(state * xs[:, t])
+assert np.allclose(got["SF"], state, rtol=1e-5), (got["SF"], state)
+assert np.allclose(got["Z"], np.stack(steps[::-1], axis=1), rtol=1e-5), got["Z"]
+# Loop whose condition (computed from the iteration number) ends it after 3
+# of at most 10 iterations, carrying a run-time tensor.
+iv = helper.make_tensor_value_info
+loop_body = helper.make_graph(
+    [helper.make_node("Constant", [], ["two"], value=helper.make_tensor("t", TensorProto.INT64, [], [2])),
+     helper.make_node("Less", ["i", "two"], ["c_out"]),
+     helper.make_node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT),
+     helper.make_node("Add", ["v", "fi"], ["v_out"]),
+     helper.make_node("Identity", ["v_out"], ["scan"])],
+    "loop_body", [iv("i", TensorProto.INT64, []), iv("c", TensorProto.BOOL, []), fv("v", [3])],
+    [iv("c_out", TensorProto.BOOL, []), fv("v_out", [3]), fv("scan", [3])])
+ref_check(helper.make_node("Loop", ["M", "C", "V"], ["VF", "SC"], body=loop_body),
+          {"V": rng2.standard_normal(3).astype(np.float32)}, "loop_early_exit", opset=17,
+          inits=[("M", np.array(10, np.int64)), ("C", np.array(True))])
+
 print("op edge cases: ok")
