@@ -300,6 +300,8 @@ SMALL_TYPES = set(range(17, 27))
 
 
 NEEDS_VALUE_RE = re.compile(r"input \d+ \('([^']+)'\) must be known at compile time")
+# mcc names the graph inputs a computed value comes from.
+COMPUTED_FROM_RE = re.compile(r"computed from graph inputs? ((?:'[^']+'(?:, )?)+)")
 
 
 def compile_model(args, model_path, so, graph_inputs, ddir, frozen, res):
@@ -322,11 +324,17 @@ def compile_model(args, model_path, so, graph_inputs, ddir, frozen, res):
         line = first_error_line(r.stderr) or ("exit code %d" % r.returncode)
         m = NEEDS_VALUE_RE.search(line)
         if m and r.returncode > 0 and not args.no_freeze:
-            needed = [m.group(1)] if m.group(1) in graph_inputs else [
-                # computed from graph inputs (an expanded function body):
+            behind = COMPUTED_FROM_RE.search(line)
+            if m.group(1) in graph_inputs:
+                needed = [m.group(1)]
+            elif behind:
+                # computed from graph inputs (an expanded function body)
+                needed = [n for n in re.findall(r"'([^']+)'", behind.group(1))
+                          if n in graph_inputs]
+            else:
                 # freeze the scalar ones it can only come from
-                n for k, n in enumerate(graph_inputs)
-                if load_pb(os.path.join(ddir, "input_%d.pb" % k)).size == 1]
+                needed = [n for k, n in enumerate(graph_inputs)
+                          if load_pb(os.path.join(ddir, "input_%d.pb" % k)).size == 1]
             needed = [n for n in needed if n not in frozen]
             if needed:
                 frozen.extend(needed)

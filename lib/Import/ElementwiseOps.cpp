@@ -23,6 +23,9 @@ struct ElementwiseDef {
   /// Emits the scalar result; `dtype` is the inputs' ONNX dtype.
   std::function<Value(OpBuilder &, Location, ValueRange, int32_t)> emit;
   std::function<double(const std::vector<double> &)> eval;
+  /// Folds integer inputs exactly (int64 bit patterns, uint64 included)
+  /// where doubles would lose bits; used instead of `eval` when set.
+  std::function<int64_t(const std::vector<int64_t> &)> evalInt;
   bool boolResult = false;
 };
 
@@ -103,14 +106,22 @@ LogicalResult lowerElementwise(NodeLowering &n, const ElementwiseDef &def,
     }
     std::vector<int64_t> idx(out.size(), 0);
     std::vector<double> args(ins.size());
+    std::vector<int64_t> intArgs(ins.size());
+    bool exactInts = def.evalInt && !isF(dtype);
     for (int64_t e = 0, total = numElements(out); e < total; ++e) {
       for (size_t k = 0; k < ins.size(); ++k) {
         int64_t flat = 0;
         for (size_t d = 0; d < out.size(); ++d)
           flat += idx[d] * strides[k][d];
-        args[k] = n.literal(ins[k]).getAsDouble(flat);
+        if (exactInts)
+          intArgs[k] = n.literal(ins[k]).getI(flat);
+        else
+          args[k] = n.literal(ins[k]).getAsDouble(flat);
       }
-      r.setFromDouble(e, def.eval(args));
+      if (exactInts)
+        r.setI(e, def.evalInt(intArgs));
+      else
+        r.setFromDouble(e, def.eval(args));
       for (int d = static_cast<int>(out.size()) - 1; d >= 0; --d) {
         if (++idx[d] < out[d])
           break;
@@ -947,36 +958,100 @@ void registerElementwiseLowerings() {
   });
   auto bitShift = [](NodeLowering &n) {
     bool left = n.attrString("direction", "LEFT") == "LEFT";
+    int32_t dtype = n.dtype(0);
+    bool isSigned = !isU(dtype);
+    unsigned width = dtypeSize(dtype) * 8;
     ElementwiseDef d;
-    // Shifts by the bit width or more give 0 (as opset 28 defines it; LLVM
-    // would leave them undefined).
-    d.emit = [left](OpBuilder &b, Location loc, ValueRange a,
-                    int32_t) -> Value {
-      Value shifted = left ? (Value)arith::ShLIOp::create(b, loc, a[0], a[1])
-                           : (Value)arith::ShRUIOp::create(b, loc, a[0], a[1]);
-      unsigned width = a[0].getType().getIntOrFloatBitWidth();
+    // Shift counts outside [0, width) (negative ones of signed types
+    // included: they compare as huge unsigned) give 0, or -1 for a right
+    // shift of a negative signed value, as opset 28 defines it; LLVM would
+    // leave them undefined. Signed left shifts wrap like unsigned ones.
+    d.emit = [left, isSigned, width](OpBuilder &b, Location loc, ValueRange a,
+                                     int32_t) -> Value {
       Value tooFar =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, a[1],
                                 cst(b, loc, a[1], width));
-      return arith::SelectOp::create(b, loc, tooFar, cst(b, loc, a[0], 0),
-                                     shifted);
+      if (left || !isSigned) {
+        Value shifted = left
+                            ? (Value)arith::ShLIOp::create(b, loc, a[0], a[1])
+                            : (Value)arith::ShRUIOp::create(b, loc, a[0], a[1]);
+        return arith::SelectOp::create(b, loc, tooFar, cst(b, loc, a[0], 0),
+                                       shifted);
+      }
+      Value count = arith::SelectOp::create(b, loc, tooFar,
+                                            cst(b, loc, a[1], width - 1), a[1]);
+      return arith::ShRSIOp::create(b, loc, a[0], count);
     };
-    d.eval = [left](const std::vector<double> &v) {
-      uint64_t x = static_cast<uint64_t>(v[0]), s = static_cast<uint64_t>(v[1]);
-      if (s >= 64)
-        return 0.0;
-      return static_cast<double>(left ? (x << s) : (x >> s));
+    d.evalInt = [left, isSigned, width](const std::vector<int64_t> &v) {
+      int64_t x = v[0];
+      uint64_t s = static_cast<uint64_t>(v[1]);
+      if (width < 64)
+        s &= (uint64_t(1) << width) - 1; // the count's own bit pattern
+      if (s >= width)
+        return (!left && isSigned && x < 0) ? int64_t(-1) : int64_t(0);
+      if (left)
+        return static_cast<int64_t>(static_cast<uint64_t>(x) << s);
+      if (isSigned)
+        return x >> s;
+      uint64_t ux = static_cast<uint64_t>(x);
+      if (width < 64)
+        ux &= (uint64_t(1) << width) - 1;
+      return static_cast<int64_t>(ux >> s);
+    };
+    d.eval = [](const std::vector<double> &) -> double {
+      llvm_unreachable("BitShift folds through evalInt");
     };
     return d;
   };
   opLowerings()["BitShift"] = [bitShift](NodeLowering &n) -> LogicalResult {
-    // Signed inputs (opset 28: arithmetic right shifts, defined negative
-    // shift counts) are not implemented; unsigned ones are what every
-    // opset allows.
-    int32_t t = n.dtype(0);
-    if (t == 3 || t == 5 || t == 6 || t == 7)
-      return n.fail("BitShift of signed integers is not supported");
+    if (isF(n.dtype(0)) || n.dtype(0) == kBool)
+      return n.fail("BitShift needs integer inputs");
     return lowerElementwise(n, bitShift(n));
+  };
+  // Bitwise ops on integers (bool too: an i1 is its own bit pattern).
+  auto bitwise =
+      [](std::function<Value(OpBuilder &, Location, Value, Value)> emit,
+         int64_t (*f)(int64_t, int64_t)) {
+        ElementwiseDef d;
+        d.emit = [emit](OpBuilder &b, Location loc, ValueRange a, int32_t) {
+          return emit(b, loc, a[0], a[1]);
+        };
+        d.evalInt = [f](const std::vector<int64_t> &v) {
+          return f(v[0], v[1]);
+        };
+        d.eval = [](const std::vector<double> &) -> double {
+          llvm_unreachable("bitwise ops fold through evalInt");
+        };
+        return LowerFn([d](NodeLowering &n) -> LogicalResult {
+          if (isF(n.dtype(0)))
+            return n.fail("needs integer inputs");
+          return lowerElementwise(n, d);
+        });
+      };
+  opLowerings()["BitwiseAnd"] =
+      bitwise([](OpBuilder &b, Location l, Value x,
+                 Value y) { return (Value)arith::AndIOp::create(b, l, x, y); },
+              [](int64_t a, int64_t b) { return a & b; });
+  opLowerings()["BitwiseOr"] =
+      bitwise([](OpBuilder &b, Location l, Value x,
+                 Value y) { return (Value)arith::OrIOp::create(b, l, x, y); },
+              [](int64_t a, int64_t b) { return a | b; });
+  opLowerings()["BitwiseXor"] =
+      bitwise([](OpBuilder &b, Location l, Value x,
+                 Value y) { return (Value)arith::XOrIOp::create(b, l, x, y); },
+              [](int64_t a, int64_t b) { return a ^ b; });
+  opLowerings()["BitwiseNot"] = [](NodeLowering &n) -> LogicalResult {
+    if (isF(n.dtype(0)))
+      return n.fail("needs integer inputs");
+    ElementwiseDef d;
+    d.emit = [](OpBuilder &b, Location loc, ValueRange a, int32_t) -> Value {
+      return arith::XOrIOp::create(b, loc, a[0], cst(b, loc, a[0], -1));
+    };
+    d.evalInt = [](const std::vector<int64_t> &v) { return ~v[0]; };
+    d.eval = [](const std::vector<double> &) -> double {
+      llvm_unreachable("BitwiseNot folds through evalInt");
+    };
+    return lowerElementwise(n, d);
   };
   opLowerings()["Where"] = [](NodeLowering &n) -> LogicalResult {
     ElementwiseDef d;

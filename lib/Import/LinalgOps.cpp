@@ -382,12 +382,208 @@ LogicalResult lowerConv(NodeLowering &n) {
   return success();
 }
 
+enum class PoolKind { Max, Average, Lp };
+
+/// Pooling of any rank as one linalg.generic over (n, c, out..., window...):
+/// 3-D pools, LpPool and MaxPool's Indices output, which the named NCHW
+/// pooling ops do not cover.
+LogicalResult lowerPoolGeneric(NodeLowering &n, PoolKind kind) {
+  Shape xs = n.shape(0);
+  int64_t r = (int64_t)xs.size() - 2;
+  if (r < 1)
+    return n.fail("needs an [N, C, spatial...] input");
+  std::vector<int64_t> kernel = n.attrInts("kernel_shape");
+  if ((int64_t)kernel.size() != r)
+    return n.fail("kernel_shape does not match the input rank");
+  Shape spatial(xs.begin() + 2, xs.end());
+  WindowGeometry g;
+  if (failed(windowGeometry(n, spatial, kernel, n.attrInt("ceil_mode", 0), g)))
+    return failure();
+  int32_t dt = n.dtype(0);
+  bool isFloat = isFloatDType(dt);
+  if (!isFloat && kind != PoolKind::Max)
+    return n.fail("needs a floating-point input");
+  bool uns = isUnsignedDType(dt);
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  MLIRContext *ctx = b.getContext();
+  Type et = n.elementType(dt);
+  // Max pads with its identity; the padding never wins a window.
+  double lowest = 0.0;
+  if (kind == PoolKind::Max)
+    lowest = isFloat ? -INFINITY
+             : uns   ? 0.0
+                     : -std::ldexp(1.0, et.getIntOrFloatBitWidth() - 1);
+  Value x = padSpatial(b, loc, n.value(0), g, lowest);
+  Shape out = {xs[0], xs[1]};
+  out.insert(out.end(), g.out.begin(), g.out.end());
+  int64_t loops = 2 + 2 * r;
+  SmallVector<AffineExpr> inExprs = {getAffineDimExpr(0, ctx),
+                                     getAffineDimExpr(1, ctx)},
+                          winExprs, outExprs = inExprs;
+  for (int64_t i = 0; i < r; ++i) {
+    AffineExpr o = getAffineDimExpr(2 + i, ctx),
+               k = getAffineDimExpr(2 + r + i, ctx);
+    inExprs.push_back(o * g.strides[i] + k * g.dilations[i]);
+    winExprs.push_back(k);
+    outExprs.push_back(o);
+  }
+  // The window operand only gives the reduction loops their extents.
+  Value window = tensor::EmptyOp::create(b, loc, g.kernel, et);
+  SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, inExprs, ctx),
+                                 AffineMap::get(loops, 0, winExprs, ctx),
+                                 AffineMap::get(loops, 0, outExprs, ctx)};
+  SmallVector<utils::IteratorType> iters(2 + r, utils::IteratorType::parallel);
+  iters.append(r, utils::IteratorType::reduction);
+  bool withIndices = kind == PoolKind::Max && n.hasOutput(1);
+  TypedAttr init =
+      kind != PoolKind::Max ? (TypedAttr)b.getFloatAttr(et, 0.0)
+      : isFloat             ? (TypedAttr)b.getFloatAttr(et, lowest)
+                : (TypedAttr)b.getIntegerAttr(et, static_cast<int64_t>(lowest));
+  SmallVector<Value> outs = {emitFilled(b, loc, out, init)};
+  if (withIndices) {
+    outs.push_back(emitFilled(b, loc, out, b.getI64IntegerAttr(0)));
+    maps.push_back(maps.back());
+  }
+  int64_t p = n.attrInt("p", 2);
+  bool columnMajor = n.attrInt("storage_order", 0) != 0;
+  auto op = linalg::GenericOp::create(
+      b, loc, TypeRange(ValueRange(outs)), ValueRange{x, window}, outs, maps,
+      iters, [&](OpBuilder &nb, Location l, ValueRange a) {
+        Value v = a[0], acc = a[2];
+        if (kind == PoolKind::Average) {
+          linalg::YieldOp::create(
+              nb, l, arith::AddFOp::create(nb, l, acc, v).getResult());
+          return;
+        }
+        if (kind == PoolKind::Lp) {
+          Value m = math::AbsFOp::create(nb, l, v);
+          Value powered =
+              p == 1   ? m
+              : p == 2 ? (Value)arith::MulFOp::create(nb, l, m, m)
+                       : (Value)math::PowFOp::create(
+                             nb, l, m, scalarConstant(nb, l, et, double(p)));
+          linalg::YieldOp::create(
+              nb, l, arith::AddFOp::create(nb, l, acc, powered).getResult());
+          return;
+        }
+        Value better =
+            isFloat
+                ? (Value)arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OGT,
+                                               v, acc)
+                : (Value)arith::CmpIOp::create(nb, l,
+                                               uns ? arith::CmpIPredicate::ugt
+                                                   : arith::CmpIPredicate::sgt,
+                                               v, acc);
+        if (!withIndices) {
+          linalg::YieldOp::create(
+              nb, l,
+              arith::SelectOp::create(nb, l, better, v, acc).getResult());
+          return;
+        }
+        // The position in the unpadded input, flattened over (n, c,
+        // spatial...) row-major, or with the spatial dims column-major
+        // (storage_order=1); the first of equal maxima wins.
+        Type i64 = nb.getI64Type();
+        auto idx = [&](int64_t d) -> Value {
+          return arith::IndexCastOp::create(nb, l, i64,
+                                            linalg::IndexOp::create(nb, l, d));
+        };
+        auto c64 = [&](int64_t v) -> Value {
+          return arith::ConstantIntOp::create(nb, l, i64, v);
+        };
+        auto mul = [&](Value x, Value y) -> Value {
+          return arith::MulIOp::create(nb, l, x, y);
+        };
+        auto add = [&](Value x, Value y) -> Value {
+          return arith::AddIOp::create(nb, l, x, y);
+        };
+        SmallVector<Value> pos;
+        Value inside;
+        for (int64_t i = 0; i < r; ++i) {
+          Value q = add(mul(idx(2 + i), c64(g.strides[i])),
+                        mul(idx(2 + r + i), c64(g.dilations[i])));
+          q = arith::SubIOp::create(nb, l, q, c64(g.padLo[i]));
+          Value ok = arith::AndIOp::create(
+              nb, l,
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sge, q,
+                                    c64(0)),
+              arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, q,
+                                    c64(spatial[i])));
+          inside = inside ? arith::AndIOp::create(nb, l, inside, ok) : ok;
+          pos.push_back(q);
+        }
+        int64_t plane = numElements(spatial);
+        Value flat = mul(add(mul(idx(0), c64(xs[1])), idx(1)), c64(plane));
+        int64_t stride = 1;
+        for (int64_t k = 0; k < r; ++k) {
+          int64_t i = columnMajor ? k : r - 1 - k;
+          flat = add(flat, mul(pos[i], c64(stride)));
+          stride *= spatial[i];
+        }
+        better = arith::AndIOp::create(nb, l, better, inside);
+        linalg::YieldOp::create(
+            nb, l,
+            ValueRange{arith::SelectOp::create(nb, l, better, v, acc),
+                       arith::SelectOp::create(nb, l, better, flat, a[3])});
+      });
+  Value res = op.getResult(0);
+  if (kind == PoolKind::Lp) {
+    res = emitElementwise(
+        b, loc, res, et, out, [&](OpBuilder &nb, Location l, ValueRange v) {
+          if (p == 1)
+            return v[0];
+          if (p == 2)
+            return (Value)math::SqrtOp::create(nb, l, v[0]);
+          return (Value)math::PowFOp::create(
+              nb, l, v[0], scalarConstant(nb, l, et, 1.0 / p));
+        });
+  } else if (kind == PoolKind::Average) {
+    // Static divisors: per dim, the window's elements inside the input (or
+    // inside the declared padding with count_include_pad, never the extra
+    // padding of ceil mode); a window's count is their product.
+    bool includePad = n.attrInt("count_include_pad", 0) != 0;
+    std::vector<std::vector<int64_t>> perDim(r);
+    for (int64_t d = 0; d < r; ++d)
+      for (int64_t o = 0; o < g.out[d]; ++o) {
+        int64_t lo = includePad ? -g.padLo[d] : 0;
+        int64_t hi = spatial[d] + (includePad ? g.declaredHi[d] : 0);
+        int64_t c = 0;
+        for (int64_t k = 0; k < g.kernel[d]; ++k) {
+          int64_t q = o * g.strides[d] - g.padLo[d] + k * g.dilations[d];
+          c += q >= lo && q < hi;
+        }
+        perDim[d].push_back(c);
+      }
+    Shape outSpatial(g.out.begin(), g.out.end());
+    std::vector<double> divisors(numElements(outSpatial));
+    for (int64_t e = 0; e < (int64_t)divisors.size(); ++e) {
+      int64_t c = 1;
+      for (int64_t d = r - 1, rest = e; d >= 0; --d) {
+        c *= perDim[d][rest % g.out[d]];
+        rest /= g.out[d];
+      }
+      divisors[e] = std::max<int64_t>(1, c);
+    }
+    Value div = floatConstantTensor(b, loc, outSpatial, et, divisors);
+    res = emitElementwise(b, loc, ValueRange{res, div}, et, out,
+                          [](OpBuilder &nb, Location l, ValueRange v) {
+                            return (Value)arith::DivFOp::create(nb, l, v[0],
+                                                                v[1]);
+                          });
+  }
+  n.setOutput(0, res, dt);
+  if (withIndices)
+    n.setOutput(1, op.getResult(1), kInt64);
+  return success();
+}
+
 LogicalResult lowerPool(NodeLowering &n, bool isMax) {
   Shape xs = n.shape(0);
+  if (xs.size() == 5 || (isMax && n.hasOutput(1)))
+    return lowerPoolGeneric(n, isMax ? PoolKind::Max : PoolKind::Average);
   if (xs.size() != 4 && xs.size() != 3)
-    return n.fail("only 1-D and 2-D pooling is supported");
-  if (isMax && n.hasOutput(1))
-    return n.fail("the Indices output is not supported");
+    return n.fail("only 1-D to 3-D pooling is supported");
   OpBuilder &b = n.builder();
   Location loc = n.loc();
   Value x = n.value(0);
@@ -859,9 +1055,9 @@ LogicalResult lowerArgExtreme(NodeLowering &n, bool isMax) {
   return success();
 }
 
-/// CumSum as a masked reduction over a second copy of the axis: O(n^2) in
-/// the axis length, which the models this serves keep short.
-LogicalResult lowerCumSum(NodeLowering &n) {
+/// CumSum / CumProd as a masked reduction over a second copy of the axis:
+/// O(n^2) in the axis length, which the models this serves keep short.
+LogicalResult lowerCumulative(NodeLowering &n, bool product) {
   if (failed(n.requireLiterals({1}, "axis")))
     return failure();
   const Shape &in = n.shape(0);
@@ -884,7 +1080,10 @@ LogicalResult lowerCumSum(NodeLowering &n) {
   }
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
   iters.push_back(utils::IteratorType::reduction);
-  Value init = emitFilled(b, loc, in, zeroAttr(b, et));
+  TypedAttr identity = !product ? zeroAttr(b, et)
+                       : fl     ? (TypedAttr)b.getFloatAttr(et, 1.0)
+                                : (TypedAttr)b.getIntegerAttr(et, 1);
+  Value init = emitFilled(b, loc, in, identity);
   SmallVector<AffineMap> maps = {AffineMap::get(rank + 1, 0, inExprs, ctx),
                                  AffineMap::get(rank + 1, 0, outExprs, ctx)};
   auto op = linalg::GenericOp::create(
@@ -898,10 +1097,15 @@ LogicalResult lowerCumSum(NodeLowering &n) {
                     : (exclusive ? arith::CmpIPredicate::ult
                                  : arith::CmpIPredicate::ule);
         Value take = arith::CmpIOp::create(nb, l, pred, j, i);
-        Value sum = fl ? (Value)arith::AddFOp::create(nb, l, a[1], a[0])
-                       : (Value)arith::AddIOp::create(nb, l, a[1], a[0]);
+        Value acc;
+        if (product)
+          acc = fl ? (Value)arith::MulFOp::create(nb, l, a[1], a[0])
+                   : (Value)arith::MulIOp::create(nb, l, a[1], a[0]);
+        else
+          acc = fl ? (Value)arith::AddFOp::create(nb, l, a[1], a[0])
+                   : (Value)arith::AddIOp::create(nb, l, a[1], a[0]);
         linalg::YieldOp::create(
-            nb, l, arith::SelectOp::create(nb, l, take, sum, a[1]).getResult());
+            nb, l, arith::SelectOp::create(nb, l, take, acc, a[1]).getResult());
       });
   n.setOutput(0, op.getResult(0), dt);
   return success();
@@ -916,13 +1120,21 @@ void registerLinalgLowerings() {
   opLowerings()["ArgMin"] = [](NodeLowering &n) {
     return lowerArgExtreme(n, false);
   };
-  opLowerings()["CumSum"] = lowerCumSum;
+  opLowerings()["CumSum"] = [](NodeLowering &n) {
+    return lowerCumulative(n, false);
+  };
+  opLowerings()["CumProd"] = [](NodeLowering &n) {
+    return lowerCumulative(n, true);
+  };
   auto &t = opLowerings();
   t["MatMul"] = lowerMatMul;
   t["Gemm"] = lowerGemm;
   t["Conv"] = lowerConv;
   t["MaxPool"] = [](NodeLowering &n) { return lowerPool(n, true); };
   t["AveragePool"] = [](NodeLowering &n) { return lowerPool(n, false); };
+  t["LpPool"] = [](NodeLowering &n) {
+    return lowerPoolGeneric(n, PoolKind::Lp);
+  };
   t["GlobalAveragePool"] = [](NodeLowering &n) {
     return lowerGlobalPool(n, false);
   };

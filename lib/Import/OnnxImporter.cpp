@@ -55,6 +55,10 @@ static void ensureRegistered() {
     registerIndexingLowerings();
     registerQuantizeLowerings();
     registerAttentionLowerings();
+    registerImageLowerings();
+    registerFoldedLowerings();
+    registerMatrixLowerings();
+    registerControlFlowLowerings();
     return true;
   }();
   (void)done;
@@ -167,6 +171,52 @@ public:
   FailureOr<Literal> literalFromTensorProto(const onnx::TensorProto &t,
                                             Location loc);
 
+  /// The graph inputs not known at compile time that `name` is computed
+  /// from (itself, if it is one), in the order first reached.
+  std::vector<std::string> inputsBehind(const std::string &name) {
+    std::vector<std::string> found, stack = {name};
+    std::set<std::string> seen;
+    while (!stack.empty()) {
+      std::string v = stack.back();
+      stack.pop_back();
+      if (!seen.insert(v).second || v.empty())
+        continue;
+      GraphValue *gv = lookup(v);
+      if (gv && gv->literal)
+        continue;
+      auto p = producers.find(v);
+      if (p == producers.end()) {
+        if (gv)
+          found.push_back(v);
+        continue;
+      }
+      // Shapes are static: Shape and Size need no values.
+      const std::string &op = p->second->op_type();
+      if (op == "Shape" || op == "Size")
+        continue;
+      const auto &ins = p->second->input();
+      for (auto it = ins.rbegin(); it != ins.rend(); ++it)
+        stack.push_back(*it);
+      // Subgraphs (If branches, loop bodies) read outer values by name.
+      for (const auto &a : p->second->attribute())
+        if (a.has_g())
+          for (const auto &sub : a.g().node())
+            for (const auto &in : sub.input())
+              stack.push_back(in);
+    }
+    return found;
+  }
+  bool isProduced(const std::string &name) const {
+    return producers.count(name) != 0;
+  }
+
+  /// Lowers a subgraph (an If branch, a Loop or Scan body) inline, in the
+  /// current block: its inputs bound to `inputs`, outer values visible by
+  /// name. Returns its outputs; the names it defined are then restored.
+  FailureOr<std::vector<GraphValue>>
+  lowerSubgraph(const onnx::GraphProto &g, int64_t opset,
+                const std::vector<GraphValue> &inputs);
+
 private:
   LogicalResult importInputs(const onnx::GraphProto &graph);
   LogicalResult importConstantInput(const onnx::ValueInfoProto &in,
@@ -186,6 +236,8 @@ private:
   std::string displayName, baseDir;
   const ImportOptions &options;
   std::map<std::string, GraphValue> values;
+  /// The node computing each value (graph inputs and initializers have none).
+  std::map<std::string, const onnx::NodeProto *> producers;
   func::FuncOp func;
   ImportedModel result;
   std::vector<Type> weightTypes;
@@ -617,6 +669,76 @@ LogicalResult GraphLowering::importInputs(const onnx::GraphProto &graph) {
   return success();
 }
 
+FailureOr<std::vector<GraphValue>>
+GraphLowering::lowerSubgraph(const onnx::GraphProto &g, int64_t opset,
+                             const std::vector<GraphValue> &inputs) {
+  if ((size_t)g.input_size() != inputs.size()) {
+    emitError(fileLoc()) << "subgraph '" << g.name() << "' takes "
+                         << g.input_size() << " inputs, given "
+                         << inputs.size();
+    return failure();
+  }
+  // Subgraph names may shadow outer ones: keep what they hid.
+  std::map<std::string, std::optional<GraphValue>> hidden;
+  auto shadow = [&](const std::string &name) {
+    if (name.empty() || hidden.count(name))
+      return;
+    GraphValue *old = lookup(name);
+    hidden[name] = old ? std::optional<GraphValue>(*old) : std::nullopt;
+  };
+  for (const auto &in : g.input())
+    shadow(in.name());
+  for (const auto &init : g.initializer())
+    shadow(init.name());
+  for (const auto &node : g.node())
+    for (const auto &out : node.output())
+      shadow(out);
+  auto restore = [&] {
+    for (auto &[name, old] : hidden) {
+      if (old)
+        values[name] = *old;
+      else
+        values.erase(name);
+    }
+  };
+  for (int i = 0; i < g.input_size(); ++i)
+    values[g.input(i).name()] = inputs[i];
+  for (const auto &init : g.initializer()) {
+    auto lit = literalFromTensorProto(
+        init, NameLoc::get(builder.getStringAttr(init.name())));
+    if (failed(lit)) {
+      restore();
+      return failure();
+    }
+    GraphValue v;
+    v.dtype = lit->dtype();
+    v.shape = lit->shape();
+    v.literal = std::move(*lit);
+    values[init.name()] = std::move(v);
+  }
+  std::vector<GraphValue> outs;
+  for (const auto &node : g.node()) {
+    for (const auto &out : node.output())
+      producers[out] = &node;
+    if (failed(lowerNode(node, opset))) {
+      restore();
+      return failure();
+    }
+  }
+  for (const auto &out : g.output()) {
+    GraphValue *v = lookup(out.name());
+    if (!v) {
+      emitError(fileLoc()) << "subgraph output '" << out.name()
+                           << "' is not produced by any node";
+      restore();
+      return failure();
+    }
+    outs.push_back(*v);
+  }
+  restore();
+  return outs;
+}
+
 LogicalResult GraphLowering::lowerNode(const onnx::NodeProto &node,
                                        int64_t opset) {
   std::string nodeName = node.name().empty()
@@ -664,7 +786,7 @@ LogicalResult GraphLowering::lowerNode(const onnx::NodeProto &node,
   // does not implement; without it they mean what they meant in opset 23.
   if (opset > 23) {
     static const std::pair<const char *, const char *> newAttributes[] = {
-        {"Range", "stash_type"}, {"SpaceToDepth", "mode"}};
+        {"Range", "stash_type"}};
     for (auto [op, attr] : newAttributes)
       for (const auto &a : node.attribute())
         if (node.op_type() == op && a.name() == attr) {
@@ -751,9 +873,12 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
                           return emitWrapSubByteInt(b, l, a[0], dtype);
                         });
   }
-  for (const auto &node : graph.node())
+  for (const auto &node : graph.node()) {
+    for (const auto &out : node.output())
+      producers[out] = &node;
     if (failed(lowerNode(node, opset)))
       return failure();
+  }
 
   SmallVector<Value> results;
   for (const auto &out : graph.output()) {
@@ -842,11 +967,28 @@ bool NodeLowering::allInputsLiteral() const {
 LogicalResult NodeLowering::requireLiterals(std::initializer_list<size_t> inputs,
                                             StringRef what) const {
   for (size_t i : inputs)
-    if (hasInput(i) && !isLiteral(i))
+    if (hasInput(i) && !isLiteral(i)) {
+      // A value computed inside the graph (an expanded function body) is
+      // known once the graph inputs it comes from are: name them.
+      std::string behind;
+      if (graph_.isProduced(node_.input(i))) {
+        std::vector<std::string> names = graph_.inputsBehind(node_.input(i));
+        for (size_t k = 0; k < names.size(); ++k)
+          behind += (k ? ", '" : "'") + names[k] + "'";
+        if (!names.empty())
+          behind = "; it is computed from graph input" +
+                   std::string(names.size() > 1 ? "s " : " ") + behind;
+      }
       return fail(what + ": input " + Twine(i) + " ('" + node_.input(i) +
                   "') must be known at compile time (mcc compiles static "
-                  "shapes; a graph input can be frozen with --const-input)");
+                  "shapes; a graph input can be frozen with --const-input)" +
+                  behind);
+    }
   return success();
+}
+
+Value NodeLowering::materialize(GraphValue &v) {
+  return graph_.materialize(v, loc_);
 }
 
 Value NodeLowering::value(size_t i) {
@@ -877,6 +1019,18 @@ void NodeLowering::setOutput(size_t i, Value tensor, int32_t dtype) {
   v.shape = Shape(type.getShape().begin(), type.getShape().end());
   v.tensor = tensor;
   graph_.define(node_.output(i), std::move(v));
+}
+
+FailureOr<std::vector<GraphValue>>
+NodeLowering::lowerSubgraph(const onnx::GraphProto &g,
+                            const std::vector<GraphValue> &inputs) {
+  return graph_.lowerSubgraph(g, opset_, inputs);
+}
+
+void NodeLowering::setOutput(size_t i, const GraphValue &v) {
+  if (!hasOutput(i))
+    return;
+  graph_.define(node_.output(i), v);
 }
 
 void NodeLowering::setOutput(size_t i, Literal literal) {

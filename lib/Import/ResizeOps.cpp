@@ -52,6 +52,15 @@ FailureOr<Taps> axisTaps(NodeLowering &n, int64_t in, int64_t out, double scale,
     (void)n.fail("unsupported mode '" + mode + "'");
     return failure();
   }
+  // Antialiased downsampling stretches the filter by 1/scale: more taps,
+  // positions floor-ish(x) + k for k in [start, start + count).
+  bool antialias =
+      n.attrInt("antialias", 0) != 0 && mode != "nearest" && scale < 1;
+  int64_t aaStart = 0;
+  if (antialias) {
+    aaStart = (int64_t)std::floor((mode == "linear" ? -1 : -2) / scale) + 1;
+    taps.count = 2 - 2 * aaStart;
+  }
   for (int64_t o = 0; o < out; ++o) {
     double x;
     if (coord == "half_pixel")
@@ -100,6 +109,41 @@ FailureOr<Taps> axisTaps(NodeLowering &n, int64_t in, int64_t out, double scale,
       }
       taps.index.push_back(std::clamp<int64_t>(i, 0, in - 1));
       taps.weight.push_back(1.0);
+      continue;
+    }
+    if (antialias) {
+      // As the ONNX reference: the fraction is in (0, 1] (an integer x
+      // counts from the sample to its left), samples past the edges repeat
+      // the edge, weights are normalized.
+      int64_t base = (int64_t)std::floor(x);
+      double ratio = x - base;
+      if (ratio == 0) {
+        ratio = 1;
+        base -= 1;
+      }
+      std::vector<double> ws;
+      double total = 0;
+      for (int64_t k = aaStart; k < aaStart + taps.count; ++k) {
+        double t = std::fabs(scale * (k - ratio));
+        double w =
+            mode == "linear" ? std::clamp(1 - t, 0.0, 1.0) : cubicWeight(t, a);
+        ws.push_back(w);
+        total += w;
+      }
+      double kept = 0;
+      for (int64_t k = 0; k < taps.count; ++k) {
+        ws[k] /= total;
+        int64_t i = base + aaStart + k;
+        if (excludeOutside && (i < 0 || i >= in))
+          ws[k] = 0;
+        kept += ws[k];
+      }
+      for (int64_t k = 0; k < taps.count; ++k) {
+        taps.index.push_back(
+            std::clamp<int64_t>(base + aaStart + k, 0, in - 1));
+        taps.weight.push_back(excludeOutside && kept != 0 ? ws[k] / kept
+                                                          : ws[k]);
+      }
       continue;
     }
     if (mode == "linear") {
@@ -206,11 +250,9 @@ Value resizeAxis(NodeLowering &n, Value x, int64_t axis, int64_t out,
 LogicalResult lowerResize(NodeLowering &n) {
   const Shape &in = n.shape(0);
   int64_t rank = in.size();
-  if (n.attrInt("antialias", 0))
-    return n.fail("antialias=1 is not supported");
-  if (n.attrString("keep_aspect_ratio_policy", "stretch") != "stretch")
-    return n.fail(
-        "keep_aspect_ratio_policy other than 'stretch' is not supported");
+  std::string policy = n.attrString("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch" && policy != "not_larger" && policy != "not_smaller")
+    return n.fail("unsupported keep_aspect_ratio_policy '" + policy + "'");
   // Opset 10 Resize / Upsample: scales is input 1; later: roi, scales, sizes.
   size_t scalesIdx = n.opset() < 11 ? 1 : 2, sizesIdx = 3, roiIdx = 1;
   std::vector<int64_t> axes = n.attrInts("axes");
@@ -235,6 +277,18 @@ LogicalResult lowerResize(NodeLowering &n) {
     for (size_t k = 0; k < axes.size(); ++k) {
       out[axes[k]] = sizes[k];
       scales[axes[k]] = double(sizes[k]) / in[axes[k]];
+    }
+    // One scale for all resized axes, the smallest or largest that sizes
+    // ask for; the output rounds half up.
+    if (policy != "stretch") {
+      double scale = scales[axes[0]];
+      for (int64_t a : axes)
+        scale = policy == "not_larger" ? std::min(scale, scales[a])
+                                       : std::max(scale, scales[a]);
+      for (int64_t a : axes) {
+        scales[a] = scale;
+        out[a] = (int64_t)(scale * in[a] + 0.5);
+      }
     }
   } else if (n.hasInput(scalesIdx) && n.literal(scalesIdx).size() > 0) {
     const Literal &s = n.literal(scalesIdx);

@@ -921,8 +921,15 @@ LogicalResult lowerDepthSpace(NodeLowering &n, bool toSpace) {
   } else {
     if (H % bs || W % bs)
       return n.fail("spatial dims not divisible by blocksize");
+    // Opset 28's mode: the block offsets go before (DCR) or after (CRD)
+    // the input channel in the output channel.
+    std::string mode = n.attrString("mode", "DCR");
+    if (mode != "DCR" && mode != "CRD")
+      return n.fail("unsupported mode '" + mode + "'");
     x = emitReshape(b, loc, x, {N, C, H / bs, bs, W / bs, bs});
-    x = emitTranspose(b, loc, x, {0, 3, 5, 1, 2, 4});
+    x = emitTranspose(b, loc, x,
+                      mode == "CRD" ? std::vector<int64_t>{0, 1, 3, 5, 2, 4}
+                                    : std::vector<int64_t>{0, 3, 5, 1, 2, 4});
     r = emitReshape(b, loc, x, {N, C * bs * bs, H / bs, W / bs});
   }
   n.setOutput(0, r, n.dtype(0));

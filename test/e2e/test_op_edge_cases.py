@@ -713,4 +713,111 @@ small_case([helper.make_node("QuantizeLinear", ["X", "S", "Z"], ["Y"], axis=1, b
            {"X": x, "S": s, "Z": z}, "quantize_int4_blocked",
            initializers=[numpy_helper.from_array(np.array(0.0625, np.float32), "S1")])
 
+# --- GridSample/DeformConv/RoiAlign/pooling/Det/Unique edges, checked against
+# onnx.reference (the ONNX reference implementation).
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+
+def ref_check(node, feeds, name, opset=22, inits=(), rtol=1e-4, atol=1e-5):
+    """Compiles and runs one node, compares every output with the reference."""
+    ins = [helper.make_tensor_value_info(k, numpy_helper.from_array(v).data_type, v.shape)
+           for k, v in feeds.items()]
+    outs = [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in node.output]
+    got = run([node], ins, outs, feeds, name, opset=opset, inits=inits)
+    g = helper.make_graph([node], name, ins, outs,
+                          [onnx.numpy_helper.from_array(v, k) for k, v in inits])
+    ref = ReferenceEvaluator(helper.make_model(
+        g, opset_imports=[helper.make_opsetid("", opset)])).run(None, feeds)
+    for o, e in zip(node.output, ref):
+        assert got[o].shape == e.shape, (name, o, got[o].shape, e.shape)
+        assert np.allclose(got[o], e, rtol=rtol, atol=atol), (name, o, got[o], e)
+
+
+rng2 = np.random.default_rng(7)
+# GridSample 5-D, bilinear with reflection padding (the suite's volumetric
+# cases only pad with zeros), coordinates well outside [-1, 1].
+ref_check(helper.make_node("GridSample", ["X", "G"], ["Y"], mode="linear",
+                           padding_mode="reflection", align_corners=0),
+          {"X": rng2.standard_normal((1, 2, 3, 4, 5)).astype(np.float32),
+           "G": (rng2.uniform(-3, 3, (1, 2, 3, 4, 3))).astype(np.float32)},
+          "gridsample_3d_reflection")
+# GridSample 2-D bicubic with border padding.
+ref_check(helper.make_node("GridSample", ["X", "G"], ["Y"], mode="cubic",
+                           padding_mode="border", align_corners=1),
+          {"X": rng2.standard_normal((2, 3, 4, 5)).astype(np.float32),
+           "G": (rng2.uniform(-1.5, 1.5, (2, 3, 2, 2))).astype(np.float32)},
+          "gridsample_cubic_border")
+# DeformConv with groups, offset groups, strides, dilations, padding, mask
+# and bias together.
+ref_check(helper.make_node("DeformConv", ["X", "W", "O", "B", "M"], ["Y"],
+                           kernel_shape=[2, 2], strides=[2, 1], dilations=[1, 2],
+                           pads=[1, 0, 0, 1], group=2, offset_group=2),
+          {"X": rng2.standard_normal((1, 4, 5, 6)).astype(np.float32),
+           "W": rng2.standard_normal((4, 2, 2, 2)).astype(np.float32),
+           "O": rng2.uniform(-1.5, 1.5, (1, 16, 3, 5)).astype(np.float32),
+           "B": rng2.standard_normal(4).astype(np.float32),
+           "M": rng2.uniform(0, 1, (1, 8, 3, 5)).astype(np.float32)},
+          "deformconv_groups")
+# RoiAlign with sampling_ratio=0: the per-roi grid is ceil(roi size / bins),
+# so the rois must be known (an initializer here); max mode.
+rois = np.array([[0, 0, 9, 9], [1.5, 2.5, 4, 7], [5, 5, 5.5, 5.5]], np.float32)
+ref_check(helper.make_node("RoiAlign", ["X", "R", "I"], ["Y"], output_height=3,
+                           output_width=2, sampling_ratio=0, mode="max",
+                           spatial_scale=0.5),
+          {"X": rng2.standard_normal((2, 2, 8, 8)).astype(np.float32)},
+          "roialign_adaptive", inits=[("R", rois), ("I", np.array([1, 0, 1], np.int64))])
+# MaxPool Indices with padding and column-major storage order.
+ref_check(helper.make_node("MaxPool", ["X"], ["Y", "I"], kernel_shape=[3, 2],
+                           strides=[2, 2], pads=[1, 1, 1, 0], storage_order=1),
+          {"X": rng2.standard_normal((2, 2, 5, 6)).astype(np.float32)},
+          "maxpool_indices_colmajor")
+# LpPool with p=3 and padding.
+ref_check(helper.make_node("LpPool", ["X"], ["Y"], kernel_shape=[2, 3], p=3,
+                           pads=[1, 0, 0, 1], strides=[1, 2]),
+          {"X": rng2.standard_normal((1, 2, 4, 5)).astype(np.float32)},
+          "lppool_p3_pads", rtol=1e-3)
+# Det: a leading zero forces a row swap; a singular matrix gives 0.
+dets = np.stack([rng2.standard_normal((4, 4)),
+                 [[0, 1, 2, 3], [1, 0, 1, 0], [2, 1, 0, 1], [0, 0, 1, 1]],
+                 [[1, 2, 3, 4], [2, 4, 6, 8], [0, 1, 0, 1], [1, 0, 1, 0]]]).astype(np.float32)
+ref_check(helper.make_node("Det", ["X"], ["Y"]), {"X": dets}, "det_pivot", atol=1e-4)
+# Unique along axis 0, unsorted: rows in order of first occurrence.
+ref_check(helper.make_node("Unique", ["X"], ["Y", "I", "V", "C"], axis=0, sorted=0),
+          {}, "unique_axis_unsorted",
+          inits=[("X", np.array([[3, 0], [1, 5], [3, 0], [2, 1], [1, 5]], np.int64))])
+
+# Scan over axis 1, output stacked on axis 1 in reverse (the suite's scans use
+# axis 0 forward only).
+fv = lambda name, shape=None: helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)  # noqa: E731
+scan_body = helper.make_graph(
+    [helper.make_node("Add", ["s", "x"], ["so"]), helper.make_node("Mul", ["so", "x"], ["o"])],
+    "scan_body", [fv("s", [2]), fv("x", [2])], [fv("so", [2]), fv("o", [2])])
+s0 = rng2.standard_normal(2).astype(np.float32)
+xs = rng2.standard_normal((2, 4)).astype(np.float32)
+got = run([helper.make_node("Scan", ["S", "X"], ["SF", "Z"], num_scan_inputs=1,
+                            scan_input_axes=[1], scan_output_axes=[1],
+                            scan_output_directions=[1], body=scan_body)],
+          [fv("S", [2]), fv("X", [2, 4])], [fv("SF"), fv("Z")], {"S": s0, "X": xs},
+          "scan_axis1_reverse")
+state, steps = s0.copy(), []
+for t in range(4):  # the onnx reference scans axis 0 only: numpy here
+    state = state + xs[:, t]
+    steps.append(state * xs[:, t])
+assert np.allclose(got["SF"], state, rtol=1e-5), (got["SF"], state)
+assert np.allclose(got["Z"], np.stack(steps[::-1], axis=1), rtol=1e-5), got["Z"]
+# Loop whose condition (computed from the iteration number) ends it after 3
+# of at most 10 iterations, carrying a run-time tensor.
+iv = helper.make_tensor_value_info
+loop_body = helper.make_graph(
+    [helper.make_node("Constant", [], ["two"], value=helper.make_tensor("t", TensorProto.INT64, [], [2])),
+     helper.make_node("Less", ["i", "two"], ["c_out"]),
+     helper.make_node("Cast", ["i"], ["fi"], to=TensorProto.FLOAT),
+     helper.make_node("Add", ["v", "fi"], ["v_out"]),
+     helper.make_node("Identity", ["v_out"], ["scan"])],
+    "loop_body", [iv("i", TensorProto.INT64, []), iv("c", TensorProto.BOOL, []), fv("v", [3])],
+    [iv("c_out", TensorProto.BOOL, []), fv("v_out", [3]), fv("scan", [3])])
+ref_check(helper.make_node("Loop", ["M", "C", "V"], ["VF", "SC"], body=loop_body),
+          {"V": rng2.standard_normal(3).astype(np.float32)}, "loop_early_exit", opset=17,
+          inits=[("M", np.array(10, np.int64)), ("C", np.array(True))])
+
 print("op edge cases: ok")

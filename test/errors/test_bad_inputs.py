@@ -183,12 +183,11 @@ m = simple_model([helper.make_node("Cast", ["X"], ["Y"], to=TensorProto.FLOAT8E8
                  opset=25)
 check("unknown Cast round_mode", compile_cmd(save(m, "roundmode.onnx"), out),
       "unknown round_mode 'sideways'", out)
-XI = helper.make_tensor_value_info("X", TensorProto.INT32, [2, 4])
-YI = helper.make_tensor_value_info("Y", TensorProto.INT32, [2, 4])
-m = simple_model([helper.make_node("BitShift", ["X", "X"], ["Y"], direction="LEFT")],
-                 [XI], [YI], opset=28)
-check("signed BitShift", compile_cmd(save(m, "bitshift.onnx"), out),
-      "BitShift of signed integers is not supported", out)
+m = simple_model([helper.make_node("Range", ["S", "L", "D"], ["Y"], stash_type=1)],
+                 [helper.make_tensor_value_info(n, TensorProto.FLOAT, []) for n in "SLD"],
+                 [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [None])], opset=25)
+check("attribute of a newer opset mcc lacks", compile_cmd(save(m, "range_stash.onnx"), out),
+      "stash_type", out)
 
 # --- run-time cases -------------------------------------------------------
 good = os.path.join(W, "relu.so")

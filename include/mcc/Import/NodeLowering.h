@@ -62,6 +62,8 @@ public:
                                       llvm::StringRef what) const;
   /// The input as an SSA tensor, materializing a literal if needed.
   mlir::Value value(size_t i);
+  /// Any graph value (a subgraph's result) as an SSA tensor.
+  mlir::Value materialize(GraphValue &v);
 
   size_t numOutputs() const { return node_.output_size(); }
   bool hasOutput(size_t i) const {
@@ -70,6 +72,13 @@ public:
   /// dtype: the ONNX dtype when the IR type alone is ambiguous (uint8).
   void setOutput(size_t i, mlir::Value tensor, int32_t dtype = 0);
   void setOutput(size_t i, Literal literal);
+  /// Defines output i as `v` as it is (a subgraph's result).
+  void setOutput(size_t i, const GraphValue &v);
+
+  /// Lowers a subgraph inline (see GraphLowering::lowerSubgraph).
+  mlir::FailureOr<std::vector<GraphValue>>
+  lowerSubgraph(const onnx::GraphProto &g,
+                const std::vector<GraphValue> &inputs);
 
   bool hasAttr(llvm::StringRef name) const;
   int64_t attrInt(llvm::StringRef name, int64_t def) const;
@@ -120,6 +129,10 @@ void registerSignalLowerings();
 void registerIndexingLowerings();
 void registerQuantizeLowerings();
 void registerAttentionLowerings();
+void registerImageLowerings();
+void registerFoldedLowerings();
+void registerMatrixLowerings();
+void registerControlFlowLowerings();
 
 //===--- IR helpers shared by op lowerings
 //---------------------------------===//
