@@ -134,10 +134,25 @@ LogicalResult lowerElementwise(NodeLowering &n, const ElementwiseDef &def,
   SmallVector<Value> values;
   for (size_t i : ins)
     values.push_back(n.value(i));
+  // A float16/bfloat16 op computes in f32 and rounds its result once: the
+  // intermediate steps of a multi-step formula (Elu's exp(x) - 1, ...) must
+  // not each round to the narrow type.
+  bool widen = (dtype == kFloat16 || dtype == kBFloat16) && !def.boolResult;
+  Type narrow = n.elementType(dtype);
   Value result =
       emitElementwise(n.builder(), n.loc(), values, n.elementType(outDType),
                       out, [&](OpBuilder &b, Location loc, ValueRange args) {
-                        return def.emit(b, loc, args, dtype);
+                        if (!widen)
+                          return def.emit(b, loc, args, dtype);
+                        SmallVector<Value> wide;
+                        for (Value a : args)
+                          wide.push_back(a.getType() == narrow
+                                             ? (Value)arith::ExtFOp::create(
+                                                   b, loc, b.getF32Type(), a)
+                                             : a);
+                        Value r = def.emit(b, loc, wide, kFloat);
+                        return (Value)arith::TruncFOp::create(b, loc, narrow,
+                                                              r);
                       });
   n.setOutput(0, result, outDType);
   return success();

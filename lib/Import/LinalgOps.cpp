@@ -26,21 +26,67 @@ TypedAttr zeroAttr(OpBuilder &b, Type et) {
   return b.getIntegerAttr(et, 0);
 }
 
+/// The accumulator type of a product of `et` elements: float16 and
+/// bfloat16 accumulate in f32 and round once at the end, as NumPy's matmul
+/// (the reference) does for both; other types accumulate in themselves.
+Type accumulatorType(OpBuilder &b, Type et) {
+  return et.isF16() || et.isBF16() ? b.getF32Type() : et;
+}
+
+/// `r` (of the accumulator type) rounded back to `et`.
+Value roundTo(OpBuilder &b, Location loc, Value r, Type et) {
+  Type acc = cast<RankedTensorType>(r.getType()).getElementType();
+  if (acc == et)
+    return r;
+  return emitElementwise(b, loc, r, et, shapeOf(r),
+                         [&](OpBuilder &nb, Location l, ValueRange v) {
+                           return (Value)arith::TruncFOp::create(nb, l, et,
+                                                                 v[0]);
+                         });
+}
+
+/// float16 operands are widened by the named op as it reads them (no
+/// widened copy); bfloat16 ones are widened up front, since the bfloat16
+/// expansion would turn an in-body extf into integer ops the contraction
+/// lowering does not recognize.
+Value widenForProduct(OpBuilder &b, Location loc, Value x,
+                      bool halfToo = false) {
+  Type et = cast<RankedTensorType>(x.getType()).getElementType();
+  if (!et.isBF16() && !(halfToo && et.isF16()))
+    return x;
+  Type f32 = b.getF32Type();
+  return emitElementwise(b, loc, x, f32, shapeOf(x),
+                         [&](OpBuilder &nb, Location l, ValueRange v) {
+                           return (Value)arith::ExtFOp::create(nb, l, f32,
+                                                               v[0]);
+                         });
+}
+
+/// a @ bm, accumulated in accumulatorType and rounded back to a's type.
 Value emitMatmul2D(OpBuilder &b, Location loc, Value a, Value bm) {
   Shape as = shapeOf(a), bs = shapeOf(bm);
   Type et = cast<RankedTensorType>(a.getType()).getElementType();
-  Value init = emitFilled(b, loc, {as[0], bs[1]}, zeroAttr(b, et));
-  return linalg::MatmulOp::create(b, loc, ValueRange{a, bm}, ValueRange{init})
-      .getResult(0);
+  a = widenForProduct(b, loc, a);
+  bm = widenForProduct(b, loc, bm);
+  Value init =
+      emitFilled(b, loc, {as[0], bs[1]}, zeroAttr(b, accumulatorType(b, et)));
+  Value r =
+      linalg::MatmulOp::create(b, loc, ValueRange{a, bm}, ValueRange{init})
+          .getResult(0);
+  return roundTo(b, loc, r, et);
 }
 
 Value emitBatchMatmul(OpBuilder &b, Location loc, Value a, Value bm) {
   Shape as = shapeOf(a), bs = shapeOf(bm);
   Type et = cast<RankedTensorType>(a.getType()).getElementType();
-  Value init = emitFilled(b, loc, {as[0], as[1], bs[2]}, zeroAttr(b, et));
-  return linalg::BatchMatmulOp::create(b, loc, ValueRange{a, bm},
-                                       ValueRange{init})
-      .getResult(0);
+  a = widenForProduct(b, loc, a);
+  bm = widenForProduct(b, loc, bm);
+  Value init = emitFilled(b, loc, {as[0], as[1], bs[2]},
+                          zeroAttr(b, accumulatorType(b, et)));
+  Value r = linalg::BatchMatmulOp::create(b, loc, ValueRange{a, bm},
+                                          ValueRange{init})
+                .getResult(0);
+  return roundTo(b, loc, r, et);
 }
 
 /// ONNX MatMul (NumPy matmul semantics) on SSA tensors.
@@ -249,6 +295,15 @@ DenseIntElementsAttr i64Vector(OpBuilder &b, ArrayRef<int64_t> v) {
 Value emitConvolution(OpBuilder &b, Location loc, Value x, Value w,
                       int64_t group, ArrayRef<int64_t> strides,
                       ArrayRef<int64_t> dilations) {
+  // Half-precision convolutions accumulate in f32 and round once, like the
+  // reference's matrix product (im2col @ NumPy matmul).
+  Type xt = cast<RankedTensorType>(x.getType()).getElementType();
+  if (accumulatorType(b, xt) != xt)
+    return roundTo(b, loc,
+                   emitConvolution(b, loc, widenForProduct(b, loc, x, true),
+                                   widenForProduct(b, loc, w, true), group,
+                                   strides, dilations),
+                   xt);
   Shape xs = shapeOf(x), ws = shapeOf(w);
   size_t r = xs.size() - 2;
   if (r == 1) {

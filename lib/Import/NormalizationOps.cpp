@@ -77,8 +77,21 @@ LogicalResult lowerSoftmax(NodeLowering &n, bool logSoftmax) {
                         return (Value)math::ExpOp::create(
                             nb, l, arith::SubFOp::create(nb, l, v[0], v[1]));
                       });
-  Value s =
-      emitReduction(b, loc, e, {axis}, true, b.getFloatAttr(et, 0.0), addF);
+  // The sum of float16 terms accumulates in f32, rounded once; bfloat16
+  // accumulates in bfloat16 (both as NumPy, the reference, does).
+  int32_t dt = n.dtype(0);
+  Type sumType = dt == kFloat16 ? (Type)b.getF32Type() : et;
+  Value s = emitReduction(
+      b, loc, e, {axis}, true, b.getFloatAttr(sumType, 0.0), addF,
+      [&](OpBuilder &nb, Location l, ValueRange v) {
+        return emitScalarCast(nb, l, v[0], dt, dtypeOf(sumType), sumType);
+      });
+  if (sumType != et)
+    s = emitElementwise(b, loc, s, et, shapeOf(s),
+                        [&](OpBuilder &nb, Location l, ValueRange v) {
+                          return (Value)arith::TruncFOp::create(nb, l, et,
+                                                                v[0]);
+                        });
   Value r;
   if (logSoftmax)
     r = emitElementwise(b, loc, ValueRange{x, mx, s}, et, in,

@@ -29,3 +29,20 @@ func.func @untouched(%x: f32, %y: f32) -> f32 {
   %m = arith.maximumf %x, %y : f32
   return %m : f32
 }
+
+// The emulation's `contract` conversions would let extf(truncf(x)) fold to
+// x; the flag is dropped, so the bf16 result of the subtraction is rounded
+// before exp reads it (as two bf16 ops compute).
+// CHECK-LABEL: func.func @rounds_between_ops
+// CHECK: %[[D:.*]] = arith.subf %arg0, %arg1 : f32
+// CHECK: arith.bitcast %[[D]] : f32 to i32
+// CHECK: arith.bitcast %{{.*}} : i16 to bf16
+// CHECK: %[[R:.*]] = arith.bitcast %{{.*}} : i32 to f32
+// CHECK: math.exp %[[R]] : f32
+func.func @rounds_between_ops(%x: f32, %y: f32) -> f32 {
+  %d = arith.subf %x, %y : f32
+  %t = arith.truncf %d fastmath<contract> : f32 to bf16
+  %e = arith.extf %t fastmath<contract> : bf16 to f32
+  %r = math.exp %e : f32
+  return %r : f32
+}

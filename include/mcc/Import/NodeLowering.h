@@ -200,7 +200,8 @@ mlir::Value emitSmallCast(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
 int64_t normalizeAxis(int64_t axis, int64_t rank);
 
 /// ONNX Conv (cross-correlation) of an already padded [N, C, d...] input
-/// with an [M, C/group, k...] weight, 1-D to 3-D; no bias.
+/// with an [M, C/group, k...] weight, 1-D to 3-D; no bias. float16 and
+/// bfloat16 accumulate in f32, rounded once.
 mlir::Value emitConvolution(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::Value x, mlir::Value w, int64_t group,
                             llvm::ArrayRef<int64_t> strides,
@@ -209,12 +210,14 @@ mlir::Value emitConvolution(mlir::OpBuilder &b, mlir::Location loc,
 mlir::Value emitChannelBias(mlir::OpBuilder &b, mlir::Location loc,
                             mlir::Value y, mlir::Value bias);
 /// ONNX MatMul (NumPy broadcasting of batch dims) of two tensors of one
-/// element type; integer types accumulate in that type.
+/// element type; integer types accumulate in that type, float16 and
+/// bfloat16 in f32 (rounded once, as NumPy does).
 mlir::FailureOr<mlir::Value> emitOnnxMatMul(NodeLowering &n, mlir::Value a,
                                             mlir::Value b);
 /// ONNX Conv without bias of x [N, C, spatial...] and w [M, C/group, k...]
 /// (1-D to 3-D), geometry from the node's attributes; zero padding; the
-/// element type of x (integers accumulate in it).
+/// element type of x (integers accumulate in it; float16 and bfloat16 in
+/// f32, rounded once).
 mlir::FailureOr<mlir::Value> emitOnnxConv(NodeLowering &n, mlir::Value x,
                                           mlir::Value w);
 

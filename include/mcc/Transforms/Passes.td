@@ -237,7 +237,9 @@ def ExpandBFloat16 : Pass<"mcc-expand-bf16", "mlir::func::FuncOp"> {
     CPUs without AVX512-BF16, which models cannot rely on. Other arith and
     math ops on bf16 are first rewritten to f32 (arith-emulate-unsupported-
     floats, math-extend-to-supported-types); only these two conversions
-    remain. Nothing else is expanded, unlike arith-expand.
+    remain. Nothing else is expanded, unlike arith-expand. The `contract`
+    flag those passes put on their conversions is dropped first, so that
+    extf(truncf(x)) does not fold: every bf16 op rounds its result.
   }];
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
