@@ -2,15 +2,16 @@
 //
 // mcc compiles static shapes and straight-line code, so control flow is
 // resolved at import: If lowers the branch its (compile-time) condition
-// picks, Loop and Scan are unrolled, their bodies lowered inline once per
-// iteration. If conditions and Loop trip counts/conditions must be known
-// while compiling (literals, or inputs frozen with --const-input); Scan's
-// length is a static shape.
+// picks, or with a runtime condition selects between both branches; Loop
+// and Scan are unrolled, their bodies lowered inline once per iteration.
+// Loop trip counts/conditions must be known while compiling (literals, or
+// inputs frozen with --const-input); Scan's length is a static shape.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mcc/Import/NodeLowering.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <cstring>
@@ -116,23 +117,62 @@ const onnx::GraphProto *graphAttr(NodeLowering &n, StringRef name) {
   return a && a->has_g() ? &a->g() : nullptr;
 }
 
+/// If: a condition known while compiling lowers the branch it picks. A
+/// runtime condition computes both branches (pure tensor code) and selects
+/// their results, which needs outputs of one dtype and shape; otherwise
+/// the condition must be frozen.
 LogicalResult lowerIf(NodeLowering &n) {
-  if (failed(n.requireLiterals({0}, "If (mcc compiles the branch the "
-                                    "condition picks)")))
-    return failure();
-  bool cond = n.literal(0).getI(0) != 0;
-  const onnx::GraphProto *g =
-      graphAttr(n, cond ? "then_branch" : "else_branch");
-  if (!g)
+  const onnx::GraphProto *thenBranch = graphAttr(n, "then_branch");
+  const onnx::GraphProto *elseBranch = graphAttr(n, "else_branch");
+  if (!thenBranch || !elseBranch)
     return n.fail("has no branch graph");
-  auto outs = n.lowerSubgraph(*g, {});
-  if (failed(outs))
+  if (numElements(n.shape(0)) != 1)
+    return n.fail("condition of shape " + formatShape(n.shape(0)) +
+                  " is not a single value");
+  auto lowerBranch = [&](const onnx::GraphProto &g)
+      -> FailureOr<std::vector<GraphValue>> {
+    auto outs = n.lowerSubgraph(g, {});
+    if (failed(outs))
+      return failure();
+    if (outs->size() != n.numOutputs())
+      return n.fail("the branch gives " + Twine(outs->size()) +
+                    " outputs for " + Twine(n.numOutputs()));
+    return outs;
+  };
+  if (n.isLiteral(0)) {
+    auto outs = lowerBranch(n.literal(0).getI(0) ? *thenBranch : *elseBranch);
+    if (failed(outs))
+      return failure();
+    for (size_t i = 0; i < outs->size(); ++i)
+      n.setOutput(i, (*outs)[i]);
+    return success();
+  }
+  auto thenOuts = lowerBranch(*thenBranch);
+  if (failed(thenOuts))
     return failure();
-  if (outs->size() != n.numOutputs())
-    return n.fail("the branch gives " + Twine(outs->size()) + " outputs for " +
-                  Twine(n.numOutputs()));
-  for (size_t i = 0; i < outs->size(); ++i)
-    n.setOutput(i, (*outs)[i]);
+  auto elseOuts = lowerBranch(*elseBranch);
+  if (failed(elseOuts))
+    return failure();
+  for (size_t i = 0; i < thenOuts->size(); ++i) {
+    const GraphValue &t = (*thenOuts)[i], &e = (*elseOuts)[i];
+    if (t.dtype != e.dtype || t.shape != e.shape)
+      return n.requireLiterals(
+          {0}, "If (its branches' output " + std::to_string(i) + " differ: " +
+                   dtypeName(t.dtype) + formatShape(t.shape) + " and " +
+                   dtypeName(e.dtype) + formatShape(e.shape) + ")");
+  }
+  OpBuilder &b = n.builder();
+  Value cond = emitReshape(b, n.loc(), n.value(0), {});
+  for (size_t i = 0; i < thenOuts->size(); ++i) {
+    GraphValue &t = (*thenOuts)[i], &e = (*elseOuts)[i];
+    Value selected = emitElementwise(
+        b, n.loc(), ValueRange{cond, n.materialize(t), n.materialize(e)},
+        n.elementType(t.dtype), t.shape,
+        [](OpBuilder &nb, Location l, ValueRange a) -> Value {
+          return arith::SelectOp::create(nb, l, a[0], a[1], a[2]);
+        });
+    n.setOutput(i, selected, t.dtype);
+  }
   return success();
 }
 

@@ -820,4 +820,34 @@ ref_check(helper.make_node("Loop", ["M", "C", "V"], ["VF", "SC"], body=loop_body
           {"V": rng2.standard_normal(3).astype(np.float32)}, "loop_early_exit", opset=17,
           inits=[("M", np.array(10, np.int64)), ("C", np.array(True))])
 
+# Scan 8: batch axis 0, the second scan input read backwards (numpy here:
+# the onnx reference has no scan directions).
+body8 = helper.make_graph(
+    [helper.make_node("Add", ["s", "a"], ["t"]), helper.make_node("Mul", ["t", "b"], ["so"]),
+     helper.make_node("Identity", ["t"], ["y"])],
+    "scan8_body", [fv("s", [3]), fv("a", [3]), fv("b", [3])], [fv("so", [3]), fv("y", [3])])
+feeds = {"S": rng2.standard_normal((2, 3)).astype(np.float32),
+         "A": rng2.standard_normal((2, 4, 3)).astype(np.float32),
+         "B": rng2.standard_normal((2, 4, 3)).astype(np.float32)}
+got = run([helper.make_node("Scan", ["", "S", "A", "B"], ["SF", "Y"], num_scan_inputs=2,
+                            directions=[0, 1], body=body8)],
+          [fv("S", [2, 3]), fv("A", [2, 4, 3]), fv("B", [2, 4, 3])], [fv("SF"), fv("Y")],
+          feeds, "scan8_batch_reverse", opset=8)
+state, steps = feeds["S"], []
+for t in range(4):
+    y = state + feeds["A"][:, t]
+    state = y * feeds["B"][:, 3 - t]
+    steps.append(y)
+assert np.allclose(got["SF"], state, rtol=1e-5), (got["SF"], state)
+assert np.allclose(got["Y"], np.stack(steps, axis=1), rtol=1e-5), got["Y"]
+# If on a run-time condition: both branches are computed and selected.
+then_g = helper.make_graph([helper.make_node("Mul", ["X", "X"], ["t"])], "then", [], [fv("t", [3])])
+else_g = helper.make_graph([helper.make_node("Neg", ["X"], ["e"])], "else", [], [fv("e", [3])])
+x3 = np.array([1, -2, 3], np.float32)
+for c in (True, False):
+    got = run([helper.make_node("If", ["C"], ["Y"], then_branch=then_g, else_branch=else_g)],
+              [iv("C", TensorProto.BOOL, []), fv("X", [3])], [fv("Y")],
+              {"C": np.array(c), "X": x3}, "if_runtime_%d" % c)
+    assert np.array_equal(got["Y"], x3 * x3 if c else -x3), (c, got["Y"])
+
 print("op edge cases: ok")
