@@ -51,35 +51,10 @@ mcc_status fail(mcc_status status, const char *fmt, ...) {
   return status;
 }
 
+/// Every dtype the runtime runs has a size (mcc_dtype_size is the one list).
 bool knownDType(int64_t dtype) {
-  switch (dtype) {
-  case MCC_FLOAT32:
-  case MCC_UINT8:
-  case MCC_INT8:
-  case MCC_INT32:
-  case MCC_INT64:
-  case MCC_BOOL:
-  case MCC_FLOAT16:
-  case MCC_FLOAT64:
-  case MCC_UINT16:
-  case MCC_INT16:
-  case MCC_UINT32:
-  case MCC_UINT64:
-  case MCC_BFLOAT16:
-  case MCC_FLOAT8E4M3FN:
-  case MCC_FLOAT8E4M3FNUZ:
-  case MCC_FLOAT8E5M2:
-  case MCC_FLOAT8E5M2FNUZ:
-  case MCC_UINT4:
-  case MCC_INT4:
-  case MCC_FLOAT4E2M1:
-  case MCC_FLOAT8E8M0:
-  case MCC_UINT2:
-  case MCC_INT2:
-    return true;
-  default:
-    return false;
-  }
+  return dtype >= 0 && dtype <= INT32_MAX &&
+         mcc_dtype_size(static_cast<mcc_dtype>(dtype)) != 0;
 }
 
 std::string shapeString(int64_t rank, const int64_t *shape) {
