@@ -45,11 +45,24 @@ struct ImportOptions {
   int64_t inlineConstantLimit = 16;
 };
 
+/// A symbolic dim of the graph inputs (docs/design/0010): `batch`,
+/// `sequence`, ... with the bounds every run is checked against.
+struct SymbolInfo {
+  std::string name;
+  int64_t lo = 1;
+  int64_t hi = INT64_MAX;
+};
+
 /// One graph input or output as the model .so will describe it.
 struct TensorSignature {
   std::string name;
   int32_t dtype = 1; // onnx.TensorProto.DataType
+  /// -1 where the dim is dynamic.
   std::vector<int64_t> shape;
+  /// Empty for a static tensor; else one entry per dim: "" where static,
+  /// else the dim as an affine expression over the symbols in MLIR syntax
+  /// ("s0", "s0 * 128", "s1 floordiv 2"; sK is symbols[K]).
+  std::vector<std::string> dimExprs;
 };
 
 /// A weight argument of @forward: its bytes live at `offset` in the blob.
@@ -91,6 +104,8 @@ struct ImportedModel {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   std::vector<TensorSignature> inputs;
   std::vector<TensorSignature> outputs;
+  /// The symbols that dynamic dims are expressions of, in sK order.
+  std::vector<SymbolInfo> symbols;
   std::vector<WeightRecord> weights;
   WeightBlob weightBlob;
   int64_t opsetVersion = 0;
