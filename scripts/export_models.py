@@ -130,6 +130,9 @@ class TimmWrapper(nn.Module):
 HF_INIT = 0.15  # larger than HF's 0.02 so attention probabilities are non-uniform
 
 
+MAX_POSITIONS = 0
+
+
 def build_hf(arch, seed, attn_impl):
     import transformers as T
     if arch == "bert":
@@ -185,6 +188,12 @@ def build_hf(arch, seed, attn_impl):
         kind = "vision"
     else:
         raise KeyError(arch)
+    if MAX_POSITIONS and kind == "text":
+        # Long-context variants for the dynamic-shape matrix (sequence up
+        # to MAX_POSITIONS).
+        key = "n_positions" if arch == "gpt2" else "max_position_embeddings"
+        cfg[key] = MAX_POSITIONS
+        setattr(conf, key, MAX_POSITIONS)
     if attn_impl is not None:
         conf._attn_implementation = attn_impl
         cfg_rec = dict(cfg, attn_implementation=attn_impl)
@@ -475,7 +484,11 @@ def main():
     ap.add_argument("--out", default="models")
     ap.add_argument("--only", default="", help="comma separated arch names")
     ap.add_argument("--exporters", default="ts,dynamo")
+    ap.add_argument("--max-positions", type=int, default=0,
+                    help="text models: position table size (default: the small config's 64)")
     args = ap.parse_args()
+    global MAX_POSITIONS
+    MAX_POSITIONS = args.max_positions
 
     torch.set_num_threads(max(1, min(8, os.cpu_count() or 1)))
     out_dir = args.out
