@@ -113,16 +113,16 @@ FailureOr<Value> matmul(NodeLowering &n, Value a, Value bm) {
       batch;
   if (!broadcastShapes({batchA, batchB}, batch))
     return n.fail("batch dims do not broadcast");
-  int64_t bt = numElements(batch);
+  int64_t bt = dimsProduct(batch);
   Value r;
-  if (batchB.empty() || numElements(batchB) == 1) {
+  if (batchB.empty() || dimsProduct(batchB) == 1) {
     if (!batchB.empty())
       bm = emitReshape(b, loc, bm, {K, N});
     Shape fullA = batch;
     fullA.push_back(M);
     fullA.push_back(K);
     a = emitBroadcastTo(b, loc, a, fullA);
-    a = emitReshape(b, loc, a, {bt * M, K});
+    a = emitReshape(b, loc, a, {dimsMul(bt, M), K});
     r = emitMatmul2D(b, loc, a, bm);
   } else {
     Shape fullA = batch, fullB = batch;
@@ -219,6 +219,10 @@ LogicalResult windowGeometry(NodeLowering &n, const Shape &spatial,
                              const std::vector<int64_t> &kernel, bool ceilMode,
                              WindowGeometry &g) {
   size_t r = spatial.size();
+  if (hasSymbolicDims(spatial))
+    return n.fail("windows over symbolic spatial dims " +
+                  symbolicDims().describe(spatial) +
+                  " are not supported; pin them with --shape");
   g.kernel = kernel;
   g.strides = n.attrInts("strides", std::vector<int64_t>(r, 1));
   g.dilations = n.attrInts("dilations", std::vector<int64_t>(r, 1));
@@ -280,8 +284,8 @@ Value padSpatial(OpBuilder &b, Location loc, Value input,
   }
   Type et = cast<RankedTensorType>(input.getType()).getElementType();
   Value pv = scalarConstant(b, loc, et, value);
-  return tensor::PadOp::create(b, loc, RankedTensorType::get(out, et), input,
-                               lo, hi, pv);
+  return tensor::PadOp::create(b, loc, tensorTypeOf(out, et), input, lo, hi,
+                               pv);
 }
 
 DenseIntElementsAttr i64Vector(OpBuilder &b, ArrayRef<int64_t> v) {
@@ -363,7 +367,8 @@ Value emitConvolution(OpBuilder &b, Location loc, Value x, Value w,
                  SmallVector<OpFoldResult> &ones) {
     for (size_t d = 0; d < s.size(); ++d) {
       offs.push_back(b.getIndexAttr(d == dim ? off : 0));
-      sizes.push_back(b.getIndexAttr(d == dim ? size : s[d]));
+      sizes.push_back(d == dim ? OpFoldResult(b.getIndexAttr(size))
+                               : dimFoldResult(b, loc, s[d]));
       ones.push_back(b.getIndexAttr(1));
     }
   };

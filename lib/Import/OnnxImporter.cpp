@@ -935,10 +935,7 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
                                      sa.axis));
         break;
       }
-  for (size_t k = 0; k < symbolicDims.numSymbols(); ++k)
-    result.symbols.push_back({symbolicDims.symbolName(k),
-                              symbolicDims.symbolLo(k),
-                              symbolicDims.symbolHi(k)});
+
   // Sub-byte inputs come as ml_dtypes has them, the value in the low bits
   // of a byte (docs/design/0009); the IR extends it.
   for (const auto &in : result.inputs) {
@@ -1023,6 +1020,11 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
           }
       }
   }
+  // Bounds are final now (lowerings may have tightened them).
+  for (size_t k = 0; k < symbolicDims.numGraphSymbols(); ++k)
+    result.symbols.push_back({symbolicDims.symbolName(k),
+                              symbolicDims.symbolLo(k),
+                              symbolicDims.symbolHi(k)});
   func::ReturnOp::create(builder, fileLoc(), results);
   func.setFunctionType(builder.getFunctionType(entry->getArgumentTypes(),
                                                ValueRange(results).getTypes()));

@@ -30,7 +30,7 @@ void forward(NodeLowering &n, size_t in, size_t out) {
 
 /// Reshape to `shape` (element count already checked).
 void setReshaped(NodeLowering &n, const Shape &shape) {
-  if (n.isLiteral(0)) {
+  if (n.isLiteral(0) && !hasSymbolicDims(shape)) {
     n.setOutput(0, n.literal(0).reshaped(shape));
     return;
   }
@@ -45,6 +45,7 @@ LogicalResult lowerReshape(NodeLowering &n) {
   const Shape &in = n.shape(0);
   bool allowZero = n.attrInt("allowzero", 0) != 0;
   int64_t inferAt = -1, known = 1;
+  Shape knownDims;
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == 0 && !allowZero) {
       if (i >= in.size())
@@ -56,11 +57,29 @@ LogicalResult lowerReshape(NodeLowering &n) {
       if (inferAt >= 0)
         return n.fail("shape has more than one -1");
       inferAt = i;
-    } else if (target[i] < 0) {
+    } else if (target[i] < 0 && !isSymbolicDim(target[i])) {
       return n.fail("shape has invalid dim " + Twine(target[i]));
     } else {
-      known *= target[i];
+      knownDims.push_back(target[i]);
+      if (!isSymbolicDim(target[i]))
+        known *= target[i];
     }
+  }
+  if (hasSymbolicDims(in) || hasSymbolicDims(target)) {
+    // Symbolic sizes: the -1 is what is left after cancelling factors.
+    SymbolicDims &sd = symbolicDims();
+    if (inferAt >= 0) {
+      std::optional<int64_t> q = sd.quotient(in, knownDims);
+      if (!q)
+        return n.fail("cannot infer -1 reshaping " + sd.describe(in) +
+                      " to " + sd.describe(target));
+      target[inferAt] = *q;
+    }
+    if (sd.quotient(in, target) != 1)
+      return n.fail("cannot reshape " + sd.describe(in) + " to " +
+                    sd.describe(target) + ": the sizes do not provably agree");
+    setReshaped(n, target);
+    return success();
   }
   int64_t total = numElements(in);
   if (inferAt >= 0) {
@@ -81,6 +100,12 @@ LogicalResult lowerFlatten(NodeLowering &n) {
   int64_t axis = normalizeAxis(n.attrInt("axis", 1), in.size());
   if (axis < 0 || axis > static_cast<int64_t>(in.size()))
     return n.fail("axis out of range");
+  if (hasSymbolicDims(in)) {
+    SymbolicDims &sd = symbolicDims();
+    setReshaped(n, {sd.product(Shape(in.begin(), in.begin() + axis)),
+                    sd.product(Shape(in.begin() + axis, in.end()))});
+    return success();
+  }
   int64_t outer = 1, inner = 1;
   for (int64_t i = 0; i < static_cast<int64_t>(in.size()); ++i)
     (i < axis ? outer : inner) *= in[i];
@@ -181,18 +206,28 @@ LogicalResult lowerConcat(NodeLowering &n) {
   Shape out = n.shape(ins[0]);
   out[axis] = 0;
   std::vector<int64_t> offsets;
+  SymbolicDims *sd = activeSymbolicDims();
   for (size_t i : ins) {
     const Shape &s = n.shape(i);
     if (static_cast<int64_t>(s.size()) != rank)
       return n.fail("inputs have different ranks");
-    for (int64_t d = 0; d < rank; ++d)
-      if (d != axis && s[d] != out[d])
-        return n.fail("input shapes " + formatShape(n.shape(ins[0])) + " and " +
-                      formatShape(s) + " differ off the axis");
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d == axis || s[d] == out[d])
+        continue;
+      // A symbolic dim meeting a static one is taken to equal it.
+      if (isSymbolicDim(s[d]) != isSymbolicDim(out[d])) {
+        out[d] = isSymbolicDim(out[d]) ? s[d] : out[d];
+        continue;
+      }
+      return n.fail("input shapes " + formatShape(n.shape(ins[0])) + " and " +
+                    formatShape(s) + " differ off the axis");
+    }
     offsets.push_back(out[axis]);
-    out[axis] += s[axis];
+    out[axis] = isSymbolicDim(out[axis]) || isSymbolicDim(s[axis])
+                    ? sd->add(out[axis], s[axis])
+                    : out[axis] + s[axis];
   }
-  if (n.allInputsLiteral()) {
+  if (n.allInputsLiteral() && !hasSymbolicDims(out)) {
     Literal r(n.dtype(ins[0]), out);
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < axis; ++d)
@@ -220,9 +255,9 @@ LogicalResult lowerConcat(NodeLowering &n) {
       continue;
     SmallVector<OpFoldResult> offs(rank, b.getIndexAttr(0)), sizes,
         strides(rank, b.getIndexAttr(1));
-    offs[axis] = b.getIndexAttr(offsets[k]);
-    for (int64_t d : s)
-      sizes.push_back(b.getIndexAttr(d));
+    offs[axis] = dimFoldResult(b, n.loc(), offsets[k]);
+    for (int64_t d = 0; d < rank; ++d)
+      sizes.push_back(dimFoldResult(b, n.loc(), d == axis ? s[d] : out[d]));
     acc = tensor::InsertSliceOp::create(b, n.loc(), n.value(ins[k]), acc, offs,
                                         sizes, strides);
   }
@@ -255,6 +290,53 @@ Value emitStridedGather(OpBuilder &b, Location loc, Value input,
         linalg::YieldOp::create(nb, nloc, v);
       });
   return op.getResult(0);
+}
+
+/// Normalizes and clamps a slice's start and end on an axis where the dim,
+/// start or end is symbolic; only positive steps. Where the bounds cannot
+/// tell whether a symbolic end exceeds a static dim, the end is taken to
+/// fit and the symbol bounded by the dim (a position table sliced by the
+/// sequence length bounds the sequence length).
+LogicalResult symbolicSliceBounds(NodeLowering &n, int64_t dim, int64_t &s,
+                                  int64_t &e, int64_t st) {
+  SymbolicDims &sd = symbolicDims();
+  if (st < 0)
+    return n.fail("a negative step on an axis of symbolic size " +
+                  sd.describe(dim) + " is not supported");
+  constexpr int64_t kToTheEnd = int64_t(1) << 31;
+  if (!isSymbolicDim(s) && s < 0)
+    s = sd.add(s, dim);
+  if (!isSymbolicDim(e)) {
+    if (e >= kToTheEnd)
+      e = dim;
+    else if (e < 0)
+      e = e < -kToTheEnd ? 0 : sd.add(e, dim);
+  }
+  auto clampToDim = [&](int64_t &x, const char *what) -> LogicalResult {
+    std::optional<bool> le = sd.knownLE(x, dim);
+    if (le && *le)
+      return success();
+    if (le && !*le) {
+      x = dim;
+      return success();
+    }
+    if (isSymbolicDim(x) && !isSymbolicDim(dim)) {
+      sd.assumeAtMost(x, dim);
+      return success();
+    }
+    return n.fail(Twine("cannot tell whether the slice ") + what + " " +
+                  sd.describe(x) + " lies within the axis of size " +
+                  sd.describe(dim) + "; pin the dims with --shape");
+  };
+  if (failed(clampToDim(s, "start")) || failed(clampToDim(e, "end")))
+    return failure();
+  if (sd.lowerBound(s) < 0 || sd.lowerBound(e) < 0)
+    return n.fail("cannot tell whether the slice bounds " + sd.describe(s) +
+                  ".." + sd.describe(e) + " are nonnegative");
+  if (!sd.knownLE(s, e).value_or(false))
+    return n.fail("cannot tell whether the slice start " + sd.describe(s) +
+                  " precedes its end " + sd.describe(e));
+  return success();
 }
 
 LogicalResult lowerSlice(NodeLowering &n) {
@@ -298,6 +380,14 @@ LogicalResult lowerSlice(NodeLowering &n) {
     if (st == 0)
       return n.fail("step is 0");
     int64_t s = starts[k], e = ends[k];
+    if (isSymbolicDim(dim) || isSymbolicDim(s) || isSymbolicDim(e)) {
+      if (failed(symbolicSliceBounds(n, dim, s, e, st)))
+        return failure();
+      out[a] = *symbolicDims().ceilDiv(symbolicDims().sub(e, s), st);
+      fs[a] = s;
+      fstep[a] = st;
+      continue;
+    }
     if (s < 0)
       s += dim;
     if (e < 0 && e > INT64_MIN / 2)
@@ -314,7 +404,8 @@ LogicalResult lowerSlice(NodeLowering &n) {
     fs[a] = s;
     fstep[a] = st;
   }
-  if (n.isLiteral(0)) {
+  bool symbolic = hasSymbolicDims(out) || hasSymbolicDims(fs);
+  if (n.isLiteral(0) && !symbolic) {
     std::vector<int64_t> str = stridesOf(in);
     n.setOutput(0, n.literal(0).gather(out, [&](const int64_t *idx) {
       int64_t f = 0;
@@ -326,7 +417,7 @@ LogicalResult lowerSlice(NodeLowering &n) {
   }
   OpBuilder &b = n.builder();
   // An empty slice holds no data: a literal, which Concat and the like skip.
-  if (numElements(out) == 0) {
+  if (!symbolic && numElements(out) == 0) {
     n.setOutput(0, Literal(n.dtype(0), out));
     return success();
   }
@@ -335,8 +426,8 @@ LogicalResult lowerSlice(NodeLowering &n) {
   if (positive) {
     SmallVector<OpFoldResult> o, sz, st;
     for (int64_t d = 0; d < rank; ++d) {
-      o.push_back(b.getIndexAttr(fs[d]));
-      sz.push_back(b.getIndexAttr(out[d]));
+      o.push_back(dimFoldResult(b, n.loc(), fs[d]));
+      sz.push_back(dimFoldResult(b, n.loc(), out[d]));
       st.push_back(b.getIndexAttr(fstep[d]));
     }
     auto type = n.tensorType(out, n.dtype(0));
@@ -361,7 +452,7 @@ LogicalResult lowerGather(NodeLowering &n) {
   out.insert(out.end(), indices.begin(), indices.end());
   out.insert(out.end(), data.begin() + axis + 1, data.end());
   int64_t dim = data[axis], ir = indices.size();
-  if (n.isLiteral(1)) {
+  if (n.isLiteral(1) && !isSymbolicDim(dim)) {
     const Literal &il = n.literal(1);
     for (int64_t i = 0; i < il.size(); ++i) {
       int64_t v = il.getI(i);
@@ -414,12 +505,15 @@ LogicalResult lowerGather(NodeLowering &n) {
         // Negative indices count from the end; clamp so a bad index can't
         // read outside the tensor.
         Value zero = arith::ConstantIndexOp::create(nb, nloc, 0);
-        Value dimV = arith::ConstantIndexOp::create(nb, nloc, dim);
+        Value dimV = isSymbolicDim(dim)
+                         ? symbolicDims().materialize(nb, nloc, dim)
+                         : arith::ConstantIndexOp::create(nb, nloc, dim);
         Value neg = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::slt,
                                           iv, zero);
         iv = arith::SelectOp::create(
             nb, nloc, neg, arith::AddIOp::create(nb, nloc, iv, dimV), iv);
-        Value maxI = arith::ConstantIndexOp::create(nb, nloc, dim - 1);
+        Value maxI = arith::SubIOp::create(
+            nb, nloc, dimV, arith::ConstantIndexOp::create(nb, nloc, 1));
         iv = arith::MaxSIOp::create(nb, nloc, iv, zero);
         iv = arith::MinSIOp::create(nb, nloc, iv, maxI);
         at.push_back(iv);
@@ -438,6 +532,9 @@ LogicalResult lowerSplit(NodeLowering &n) {
   int64_t axis = normalizeAxis(n.attrInt("axis", 0), rank);
   if (axis < 0 || axis >= rank)
     return n.fail("axis out of range");
+  if (isSymbolicDim(in[axis]))
+    return n.fail("cannot split an axis of symbolic size " +
+                  symbolicDims().describe(in[axis]));
   std::vector<int64_t> sizes;
   auto split = n.intsFromInputOrAttr(1, "split");
   if (failed(split))
@@ -461,7 +558,7 @@ LogicalResult lowerSplit(NodeLowering &n) {
   for (size_t k = 0; k < outs; ++k) {
     Shape out = in;
     out[axis] = sizes[k];
-    if (numElements(out) == 0) {
+    if (!hasSymbolicDims(out) && numElements(out) == 0) {
       // Empty pieces (split lengths of 0) hold no data.
       n.setOutput(k, Literal(n.dtype(0), out));
     } else if (n.isLiteral(0)) {
@@ -477,7 +574,7 @@ LogicalResult lowerSplit(NodeLowering &n) {
           str(rank, b.getIndexAttr(1));
       o[axis] = b.getIndexAttr(offset);
       for (int64_t d : out)
-        sz.push_back(b.getIndexAttr(d));
+        sz.push_back(dimFoldResult(b, n.loc(), d));
       n.setOutput(k,
                   tensor::ExtractSliceOp::create(b, n.loc(),
                                                  n.tensorType(out, n.dtype(0)),
@@ -496,7 +593,7 @@ LogicalResult lowerExpand(NodeLowering &n) {
   if (!broadcastShapes({n.shape(0), n.literal(1).toInts()}, out))
     return n.fail("cannot expand " + formatShape(n.shape(0)) + " to " +
                   formatShape(n.literal(1).toInts()));
-  if (n.isLiteral(0)) {
+  if (n.isLiteral(0) && !hasSymbolicDims(out)) {
     const Shape &in = n.shape(0);
     std::vector<int64_t> st = stridesOf(in);
     size_t off = out.size() - in.size();
@@ -579,6 +676,27 @@ LogicalResult lowerConstantOfShape(NodeLowering &n) {
   if (failed(n.requireLiterals({0}, "the shape")))
     return failure();
   Shape shape = n.literal(0).toInts();
+  if (hasSymbolicDims(shape)) {
+    // Sized at run time: a fill of the value.
+    Literal value(kFloat, {1});
+    value.setF(0, 0.0);
+    if (const auto *a = n.attr("value")) {
+      auto lit = n.literalFromProto(a->t());
+      if (failed(lit))
+        return failure();
+      value = *lit;
+    }
+    GraphValue scalar;
+    scalar.dtype = value.dtype();
+    scalar.literal = value.reshaped({});
+    OpBuilder &b = n.builder();
+    Value c = n.materialize(scalar);
+    Value elem = tensor::ExtractOp::create(b, n.loc(), c, ValueRange{});
+    Value empty = createEmpty(b, n.loc(), shape, elem.getType());
+    n.setOutput(0, linalg::FillOp::create(b, n.loc(), elem, empty).getResult(0),
+                value.dtype());
+    return success();
+  }
   int64_t count = 1;
   for (int64_t d : shape)
     if (d < 0 || __builtin_mul_overflow(count, d, &count) ||
@@ -632,9 +750,49 @@ LogicalResult lowerConstant(NodeLowering &n) {
   return n.fail("unsupported Constant form (sparse or string values)");
 }
 
+/// Range whose bounds are symbolic dims: integer start and delta known,
+/// the length ceil((limit - start) / delta) a symbolic dim, the values an
+/// iota computed at run time.
+LogicalResult lowerSymbolicRange(NodeLowering &n) {
+  SymbolicDims &sd = symbolicDims();
+  if (isFloatDType(n.dtype(0)))
+    return n.fail("a Range over symbolic dims needs an integer type");
+  int64_t start = n.literal(0).getI(0), limit = n.literal(1).getI(0),
+          delta = n.literal(2).getI(0);
+  if (isSymbolicDim(delta) || delta <= 0)
+    return n.fail("a Range over symbolic dims needs a positive static delta");
+  std::optional<int64_t> count = sd.ceilDiv(sd.sub(limit, start), delta);
+  if (!count)
+    return n.fail("cannot size the Range");
+  OpBuilder &b = n.builder();
+  Location loc = n.loc();
+  Type et = n.elementType(n.dtype(0));
+  Value startV = sd.materialize(b, loc, start);
+  Value empty = createEmpty(b, loc, {*count}, et);
+  SmallVector<AffineMap> maps = {
+      AffineMap::getMultiDimIdentityMap(1, b.getContext())};
+  auto op = linalg::GenericOp::create(
+      b, loc, empty.getType(), ValueRange{}, ValueRange{empty}, maps,
+      {utils::IteratorType::parallel},
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        Value i = linalg::IndexOp::create(nb, l, 0);
+        Value step = arith::ConstantIndexOp::create(nb, l, delta);
+        Value v = arith::AddIOp::create(
+            nb, l, startV, arith::MulIOp::create(nb, l, i, step));
+        linalg::YieldOp::create(nb, l,
+                                arith::IndexCastOp::create(nb, l, et, v)
+                                    .getResult());
+      });
+  n.setOutput(0, op.getResult(0), n.dtype(0));
+  return success();
+}
+
 LogicalResult lowerRange(NodeLowering &n) {
   if (failed(n.requireLiterals({0, 1, 2}, "start, limit and delta")))
     return failure();
+  if (isSymbolicLiteral(n.literal(0)) || isSymbolicLiteral(n.literal(1)) ||
+      isSymbolicLiteral(n.literal(2)))
+    return lowerSymbolicRange(n);
   double start = n.literal(0).getAsDouble(0),
          limit = n.literal(1).getAsDouble(0),
          delta = n.literal(2).getAsDouble(0);

@@ -196,6 +196,23 @@ int64_t SymbolicDims::upperBound(int64_t dim) const {
          }).hi;
 }
 
+std::optional<bool> SymbolicDims::knownLE(int64_t a, int64_t b) const {
+  if (a == b)
+    return true;
+  if (upperBound(a) <= lowerBound(b))
+    return true;
+  if (lowerBound(a) > upperBound(b))
+    return false;
+  return std::nullopt;
+}
+
+void SymbolicDims::assumeAtMost(int64_t dim, int64_t bound) {
+  if (auto s = dyn_cast<AffineSymbolExpr>(expr(dim)))
+    if (s.getPosition() < graphSymbols)
+      symbols[s.getPosition()].hi =
+          std::min(symbols[s.getPosition()].hi, bound);
+}
+
 /// Prints an expression with symbols named by `name`.
 static std::string printExpr(AffineExpr e,
                              const std::function<std::string(unsigned)> &name) {
@@ -413,6 +430,24 @@ ActiveSymbolicDims::ActiveSymbolicDims(SymbolicDims *dims) : previous(active) {
   active = dims;
 }
 ActiveSymbolicDims::~ActiveSymbolicDims() { active = previous; }
+
+int64_t dimsProduct(const Shape &dims) {
+  if (!hasSymbolicDims(dims))
+    return numElements(dims);
+  return symbolicDims().product(dims);
+}
+
+int64_t dimsMul(int64_t a, int64_t b) {
+  if (!isSymbolicDim(a) && !isSymbolicDim(b))
+    return a * b;
+  return symbolicDims().mul(a, b);
+}
+
+OpFoldResult dimFoldResult(OpBuilder &b, Location loc, int64_t dim) {
+  if (!isSymbolicDim(dim))
+    return b.getIndexAttr(dim);
+  return symbolicDims().materialize(b, loc, dim);
+}
 
 RankedTensorType tensorTypeOf(const Shape &shape, Type element) {
   SmallVector<int64_t> dims;

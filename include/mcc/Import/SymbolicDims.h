@@ -44,6 +44,8 @@ public:
   /// A graph symbol with the bounds a run is checked against; its handle.
   int64_t addSymbol(const std::string &name, int64_t lo, int64_t hi);
   size_t numSymbols() const { return symbols.size(); }
+  /// The graph's symbols come first; opaque sizes follow them.
+  size_t numGraphSymbols() const { return graphSymbols; }
   const std::string &symbolName(size_t k) const { return symbols[k].name; }
   int64_t symbolLo(size_t k) const { return symbols[k].lo; }
   int64_t symbolHi(size_t k) const { return symbols[k].hi; }
@@ -70,6 +72,13 @@ public:
   /// on + and * of nonnegative terms, else [0, INT64_MAX]).
   int64_t lowerBound(int64_t dim) const;
   int64_t upperBound(int64_t dim) const;
+
+  /// Whether a <= b, from the bounds; nullopt when they cannot tell.
+  std::optional<bool> knownLE(int64_t a, int64_t b) const;
+  /// Records that a symbol cannot exceed `bound` (a model that slices a
+  /// 512-entry table by `sequence` makes sequence <= 512): the run-time
+  /// check then refuses larger sizes instead of reading out of bounds.
+  void assumeAtMost(int64_t dim, int64_t bound);
 
   /// For messages: "batch * 12", "7".
   std::string describe(int64_t dim) const;
@@ -128,6 +137,18 @@ public:
 private:
   SymbolicDims *previous;
 };
+
+/// The import's SymbolicDims (there is one whenever handles exist).
+inline SymbolicDims &symbolicDims() {
+  assert(activeSymbolicDims() && "symbolic dims outside an import");
+  return *activeSymbolicDims();
+}
+/// Product of dims (a handle when any is symbolic); `a * b` likewise.
+int64_t dimsProduct(const Shape &dims);
+int64_t dimsMul(int64_t a, int64_t b);
+/// A dim as an OpFoldResult: an index attribute, or its value.
+mlir::OpFoldResult dimFoldResult(mlir::OpBuilder &b, mlir::Location loc,
+                                 int64_t dim);
 
 /// A tensor type for `shape`, `?` where it has handles.
 mlir::RankedTensorType tensorTypeOf(const Shape &shape, mlir::Type element);
