@@ -199,6 +199,10 @@ int main(int argc, char **argv) {
   bench->add_option("--iterations", iterations, "Timed runs (default 100)");
   bench->add_option("--threads", threads, "Threads per run (cpu)");
   bench->add_flag("--json", benchJson, "Print the result as JSON");
+  std::vector<std::string> benchDims;
+  bench->add_option("--dim", benchDims,
+                    "Size of a dynamic dim of the generated inputs: "
+                    "SYMBOL=N (repeatable; see mcc inspect's symbols)");
 
   auto *inspect =
       app.add_subcommand("inspect", "Print a model's signature as JSON");
@@ -216,9 +220,20 @@ int main(int argc, char **argv) {
     return mcc::runModelCommand(input, runInput, runOutput, threads);
   if (inspect->parsed())
     return mcc::inspectModelCommand(input);
-  if (bench->parsed())
-    return mcc::benchModelCommand(input, benchInput, warmup, iterations,
+  if (bench->parsed()) {
+    std::map<std::string, int64_t> dims;
+    static const std::regex dimSpec("(.+)=([0-9]{1,18})");
+    for (const std::string &spec : benchDims) {
+      std::smatch m;
+      if (!std::regex_match(spec, m, dimSpec)) {
+        spdlog::error("--dim '{}': expected SYMBOL=N", spec);
+        return 1;
+      }
+      dims[m[1]] = std::stoll(m[2]);
+    }
+    return mcc::benchModelCommand(input, benchInput, dims, warmup, iterations,
                                   threads, benchJson);
+  }
 
   mcc::CompileOptions options;
   options.target = target;
