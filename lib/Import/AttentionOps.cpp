@@ -123,7 +123,7 @@ LogicalResult lowerAttention(NodeLowering &n) {
     auto concat = [&](Value past, Value cur) {
       Shape ps = shapeOf(past), cs = shapeOf(cur), out = ps;
       out[2] += cs[2];
-      Value r = tensor::EmptyOp::create(b, loc, out, et);
+      Value r = createEmpty(b, loc, out, et);
       SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
       auto insert = [&](Value x, int64_t at) {
         Shape s = shapeOf(x);
@@ -546,7 +546,7 @@ LogicalResult lowerCausalConvWithState(NodeLowering &n) {
   Shape paddedShape = {batch, chans, k - 1 + len};
   Value padded;
   if (hasPast && k > 1) {
-    padded = tensor::EmptyOp::create(b, loc, paddedShape, et);
+    padded = createEmpty(b, loc, paddedShape, et);
     SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
     auto insert = [&](Value x, int64_t at) {
       SmallVector<OpFoldResult> offs(3, b.getIndexAttr(0)), sizes;
@@ -724,7 +724,7 @@ LogicalResult lowerLinearAttention(NodeLowering &n) {
     return (Value)arith::MulFOp::create(nb, l, a[0], a[1]);
   };
   Shape outShape = {batch, len, hq, dv};
-  Value out = tensor::EmptyOp::create(b, loc, outShape, f32);
+  Value out = createEmpty(b, loc, outShape, f32);
   for (int64_t t = 0; t < len; ++t) {
     Value kCol = step(k4, t, true), vRow = step(v4, t, false);
     if (gating)

@@ -46,7 +46,7 @@ Value convWeightOfTransposed(OpBuilder &b, Location loc, Value w,
                                  AffineMap::getMultiDimIdentityMap(rank, ctx)};
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
   Type et = cast<RankedTensorType>(w.getType()).getElementType();
-  Value empty = tensor::EmptyOp::create(b, loc, out, et);
+  Value empty = createEmpty(b, loc, out, et);
   Value t =
       linalg::GenericOp::create(b, loc, TypeRange{empty.getType()},
                                 ValueRange{emitReshape(b, loc, w, in)},

@@ -98,7 +98,7 @@ FailureOr<GraphValue> stack(NodeLowering &n, std::vector<GraphValue> &vs,
   }
   OpBuilder &b = n.builder();
   Location loc = n.loc();
-  Value acc = tensor::EmptyOp::create(b, loc, out, n.elementType(vs[0].dtype));
+  Value acc = createEmpty(b, loc, out, n.elementType(vs[0].dtype));
   for (int64_t k = 0; k < count; ++k) {
     SmallVector<OpFoldResult> offs, sizes, ones;
     for (size_t d = 0; d < out.size(); ++d) {

@@ -111,7 +111,7 @@ LogicalResult lowerGridSample(NodeLowering &n) {
   Shape out = {xs[0], xs[1]};
   out.insert(out.end(), gs.begin() + 1, gs.begin() + 1 + r);
   int64_t rank = out.size();
-  Value init = tensor::EmptyOp::create(b, loc, out, et);
+  Value init = createEmpty(b, loc, out, et);
   SmallVector<AffineMap> maps = {AffineMap::getMultiDimIdentityMap(rank, ctx)};
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
   auto op = linalg::GenericOp::create(
@@ -434,7 +434,7 @@ LogicalResult lowerCol2Im(NodeLowering &n) {
     outExprs.push_back(getAffineDimExpr(d, ctx));
   for (int64_t i = 0; i < r; ++i)
     winExprs.push_back(getAffineDimExpr(2 + r + i, ctx));
-  Value window = tensor::EmptyOp::create(b, loc, Shape(block), et);
+  Value window = createEmpty(b, loc, Shape(block), et);
   Value init = emitFilled(b, loc, out, b.getFloatAttr(et, 0.0));
   SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, winExprs, ctx),
                                  AffineMap::get(loops, 0, outExprs, ctx)};
@@ -576,7 +576,7 @@ LogicalResult lowerDeformConv(NodeLowering &n) {
   }
   // Loops: n, oc, i, j | icg, kh, kw.
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-  Value window = tensor::EmptyOp::create(b, loc, Shape{icPerGroup, KH, KW}, et);
+  Value window = createEmpty(b, loc, Shape{icPerGroup, KH, KW}, et);
   SmallVector<AffineMap> maps = {
       AffineMap::get(7, 0, {d(4), d(5), d(6)}, ctx),
       AffineMap::get(7, 0, {d(0), d(1), d(2), d(3)}, ctx)};
@@ -695,7 +695,7 @@ LogicalResult lowerRoiAlign(NodeLowering &n) {
   Value init =
       emitFilled(b, loc, out, b.getFloatAttr(ct, isMax ? -INFINITY : 0.0));
   auto d = [&](int64_t i) { return getAffineDimExpr(i, ctx); };
-  Value window = tensor::EmptyOp::create(b, loc, Shape{gridH, gridW}, ct);
+  Value window = createEmpty(b, loc, Shape{gridH, gridW}, ct);
   SmallVector<AffineMap> maps = {
       AffineMap::get(6, 0, {d(4), d(5)}, ctx),
       AffineMap::get(6, 0, {d(0), d(1), d(2), d(3)}, ctx)};

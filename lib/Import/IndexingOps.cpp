@@ -214,8 +214,8 @@ LogicalResult lowerTopK(NodeLowering &n) {
   Location loc = n.loc();
   Type et = n.elementType(dt);
   Value x = n.value(0);
-  Value outV = tensor::EmptyOp::create(b, loc, out, et);
-  Value outI = tensor::EmptyOp::create(b, loc, out, b.getI64Type());
+  Value outV = createEmpty(b, loc, out, et);
+  Value outI = createEmpty(b, loc, out, b.getI64Type());
   if (k == 0) {
     n.setOutput(0, outV, dt);
     n.setOutput(1, outI, kInt64);
@@ -317,7 +317,7 @@ Value gatherConstant(OpBuilder &b, Location loc, Value data, int64_t axis,
       AffineMap::get(rank, 0, {getAffineDimExpr(axis, ctx)}, ctx),
       AffineMap::getMultiDimIdentityMap(rank, ctx)};
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
-  Value empty = tensor::EmptyOp::create(
+  Value empty = createEmpty(
       b, loc, out, cast<RankedTensorType>(data.getType()).getElementType());
   return linalg::GenericOp::create(
              b, loc, empty.getType(), ValueRange{posV}, ValueRange{empty}, maps,
@@ -424,7 +424,7 @@ LogicalResult lowerReverseSequence(NodeLowering &n) {
       AffineMap::get(rank, 0, {getAffineDimExpr(bAxis, ctx)}, ctx),
       AffineMap::getMultiDimIdentityMap(rank, ctx)};
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
-  Value empty = tensor::EmptyOp::create(b, loc, in, n.elementType(n.dtype(0)));
+  Value empty = createEmpty(b, loc, in, n.elementType(n.dtype(0)));
   auto op = linalg::GenericOp::create(
       b, loc, empty.getType(), ValueRange{n.value(1)}, ValueRange{empty}, maps,
       iters, [&](OpBuilder &nb, Location l, ValueRange a) {

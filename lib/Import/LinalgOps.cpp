@@ -484,7 +484,7 @@ LogicalResult lowerPoolGeneric(NodeLowering &n, PoolKind kind) {
     outExprs.push_back(o);
   }
   // The window operand only gives the reduction loops their extents.
-  Value window = tensor::EmptyOp::create(b, loc, g.kernel, et);
+  Value window = createEmpty(b, loc, g.kernel, et);
   SmallVector<AffineMap> maps = {AffineMap::get(loops, 0, inExprs, ctx),
                                  AffineMap::get(loops, 0, winExprs, ctx),
                                  AffineMap::get(loops, 0, outExprs, ctx)};
@@ -689,7 +689,7 @@ LogicalResult lowerPool(NodeLowering &n, bool isMax) {
   x = padSpatial(b, loc, x, g, isMax ? lowest : 0.0);
   Shape out = {xs[0], xs[1], g.out[0], g.out[1]};
   Value window =
-      tensor::EmptyOp::create(b, loc, Shape{g.kernel[0], g.kernel[1]}, et);
+      createEmpty(b, loc, Shape{g.kernel[0], g.kernel[1]}, et);
   auto strides = i64Vector(b, g.strides), dil = i64Vector(b, g.dilations);
   Value r;
   if (isMax) {

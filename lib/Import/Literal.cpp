@@ -1,6 +1,7 @@
 //===- Literal.cpp - compile-time tensors ---------------------------------===//
 
 #include "mcc/Import/Literal.h"
+#include "mcc/Import/SymbolicDims.h"
 
 #include <cmath>
 #include <cstring>
@@ -591,6 +592,10 @@ bool broadcastShapes(const std::vector<Shape> &shapes, Shape &result) {
         continue;
       if (r == 1)
         r = s[i];
+      else if (isSymbolicDim(r) != isSymbolicDim(s[i]))
+        // A symbolic dim meeting a static one is taken to equal it
+        // (docs/design/0010); two different symbols do not broadcast.
+        r = isSymbolicDim(r) ? s[i] : r;
       else
         return false;
     }

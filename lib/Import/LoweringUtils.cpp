@@ -35,6 +35,9 @@ int32_t dtypeOf(Type t) {
 
 Shape shapeOf(Value tensor) {
   auto t = cast<RankedTensorType>(tensor.getType());
+  if (!t.hasStaticShape())
+    if (SymbolicDims *dims = activeSymbolicDims())
+      return dims->shapeOf(tensor);
   return Shape(t.getShape().begin(), t.getShape().end());
 }
 
@@ -66,7 +69,7 @@ Value emitElementwise(OpBuilder &b, Location loc, ValueRange inputs,
   maps.push_back(AffineMap::getMultiDimIdentityMap(resultShape.size(), ctx));
   SmallVector<utils::IteratorType> iters(resultShape.size(),
                                          utils::IteratorType::parallel);
-  Value empty = tensor::EmptyOp::create(b, loc, resultShape, resultElement);
+  Value empty = createEmpty(b, loc, resultShape, resultElement);
   auto op = linalg::GenericOp::create(
       b, loc, empty.getType(), inputs, ValueRange{empty}, maps, iters,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
@@ -78,7 +81,7 @@ Value emitElementwise(OpBuilder &b, Location loc, ValueRange inputs,
 
 Value emitFilled(OpBuilder &b, Location loc, const Shape &shape,
                  TypedAttr value) {
-  Value empty = tensor::EmptyOp::create(b, loc, shape, value.getType());
+  Value empty = createEmpty(b, loc, shape, value.getType());
   Value scalar = arith::ConstantOp::create(b, loc, value);
   return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
 }
@@ -126,10 +129,100 @@ Value emitReduction(OpBuilder &b, Location loc, Value input,
   return r;
 }
 
+/// Splits `from` and `to` into consecutive groups of equal size (symbolic
+/// dims matched by identity), so a reshape between them is a collapse of
+/// each `from` group and an expand into each `to` group; false if the
+/// symbolic factors do not line up.
+static bool matchReshapeGroups(SymbolicDims &dims, const Shape &from,
+                               const Shape &to,
+                               SmallVector<ReassociationIndices> &fromGroups,
+                               SmallVector<ReassociationIndices> &toGroups) {
+  size_t i = 0, j = 0;
+  while (i < from.size() && j < to.size()) {
+    ReassociationIndices gf = {static_cast<int64_t>(i)},
+                         gt = {static_cast<int64_t>(j)};
+    Shape pf = {from[i++]}, pt = {to[j++]};
+    while (dims.quotient(pf, pt) != 1) {
+      if (dims.quotient(pt, pf) && i < from.size()) {
+        gf.push_back(i);
+        pf.push_back(from[i++]);
+      } else if (dims.quotient(pf, pt) && j < to.size()) {
+        gt.push_back(j);
+        pt.push_back(to[j++]);
+      } else {
+        return false;
+      }
+    }
+    fromGroups.push_back(gf);
+    toGroups.push_back(gt);
+  }
+  // Trailing size-1 dims join the last group.
+  for (; i < from.size(); ++i) {
+    if (from[i] != 1 || fromGroups.empty())
+      return false;
+    fromGroups.back().push_back(i);
+  }
+  for (; j < to.size(); ++j) {
+    if (to[j] != 1 || toGroups.empty())
+      return false;
+    toGroups.back().push_back(j);
+  }
+  return !fromGroups.empty();
+}
+
+/// Reshape of a tensor with symbolic dims: collapse and expand group by
+/// group where the dims line up (so fusion sees through it), else through
+/// one flat dim.
+static Value emitSymbolicReshape(OpBuilder &b, Location loc, Value input,
+                                 const Shape &shape) {
+  SymbolicDims &dims = *activeSymbolicDims();
+  Shape in = shapeOf(input);
+  Type et = cast<RankedTensorType>(input.getType()).getElementType();
+  SmallVector<ReassociationIndices> fromGroups, toGroups;
+  Shape mid;
+  if (matchReshapeGroups(dims, in, shape, fromGroups, toGroups)) {
+    for (const auto &g : fromGroups) {
+      Shape part;
+      for (int64_t i : g)
+        part.push_back(in[i]);
+      mid.push_back(dims.product(part));
+    }
+  } else {
+    fromGroups.clear();
+    toGroups.clear();
+    mid = {dims.product(in)};
+    ReassociationIndices all, allOut;
+    for (size_t i = 0; i < in.size(); ++i)
+      all.push_back(i);
+    for (size_t i = 0; i < shape.size(); ++i)
+      allOut.push_back(i);
+    fromGroups.push_back(all);
+    toGroups.push_back(allOut);
+  }
+  Value v = input;
+  if (mid != in) {
+    v = tensor::CollapseShapeOp::create(b, loc, tensorTypeOf(mid, et), v,
+                                        fromGroups);
+    dims.setShape(v, mid);
+  }
+  if (mid != shape) {
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t d : shape)
+      sizes.push_back(isSymbolicDim(d) ? OpFoldResult(dims.materialize(b, loc, d))
+                                       : OpFoldResult(b.getIndexAttr(d)));
+    v = tensor::ExpandShapeOp::create(b, loc, tensorTypeOf(shape, et), v,
+                                      toGroups, sizes);
+    dims.setShape(v, shape);
+  }
+  return v;
+}
+
 Value emitReshape(OpBuilder &b, Location loc, Value input, const Shape &shape) {
   auto type = cast<RankedTensorType>(input.getType());
-  if (Shape(type.getShape().begin(), type.getShape().end()) == shape)
+  if (shapeOf(input) == shape)
     return input;
+  if (!type.hasStaticShape() || hasSymbolicDims(shape))
+    return emitSymbolicReshape(b, loc, input, shape);
   auto resultType = RankedTensorType::get(shape, type.getElementType());
   // Collapse to 1-D, then expand: both are views, so the reshape costs
   // nothing after bufferization, unlike tensor.reshape which may copy.
@@ -173,7 +266,7 @@ Value emitTranspose(OpBuilder &b, Location loc, Value input,
   if (identity)
     return input;
   auto et = cast<RankedTensorType>(input.getType()).getElementType();
-  Value empty = tensor::EmptyOp::create(b, loc, out, et);
+  Value empty = createEmpty(b, loc, out, et);
   return linalg::TransposeOp::create(b, loc, input, empty, perm)->getResult(0);
 }
 

@@ -118,7 +118,7 @@ LogicalResult lowerDet(NodeLowering &n) {
   int32_t cdt = et.isF64() ? kDouble : kFloat;
   Value x = n.value(0);
   int64_t outRank = out.size();
-  Value init = tensor::EmptyOp::create(b, loc, out, et);
+  Value init = createEmpty(b, loc, out, et);
   SmallVector<AffineMap> maps = {
       AffineMap::getMultiDimIdentityMap(outRank, ctx)};
   SmallVector<utils::IteratorType> iters(outRank,

@@ -324,7 +324,7 @@ LogicalResult lowerGatherND(NodeLowering &n) {
   Value dataV = n.value(0), idxV = n.value(1);
   int64_t outRank = out.size();
   Value empty =
-      tensor::EmptyOp::create(bb, loc, out, n.elementType(n.dtype(0)));
+      createEmpty(bb, loc, out, n.elementType(n.dtype(0)));
   SmallVector<AffineMap> maps = {
       AffineMap::getMultiDimIdentityMap(outRank, bb.getContext())};
   SmallVector<utils::IteratorType> iters(outRank,
@@ -410,7 +410,7 @@ LogicalResult lowerHardmax(NodeLowering &n) {
                        arith::SelectOp::create(nb, l, gt, i, a[2])});
       });
   Value idx = op.getResult(1);
-  Value empty = tensor::EmptyOp::create(b, loc, in, et);
+  Value empty = createEmpty(b, loc, in, et);
   SmallVector<AffineMap> maps2 = {AffineMap::get(r, 0, outExprs, ctx),
                                   AffineMap::getMultiDimIdentityMap(r, ctx)};
   SmallVector<utils::IteratorType> par(r, utils::IteratorType::parallel);
@@ -515,7 +515,7 @@ LogicalResult lowerLRN(NodeLowering &n) {
                                    getAffineDimExpr(rank, ctx)
                              : getAffineDimExpr(d, ctx));
   }
-  Value window = tensor::EmptyOp::create(b, loc, Shape{size}, et);
+  Value window = createEmpty(b, loc, Shape{size}, et);
   SmallVector<AffineMap> maps = {
       AffineMap::get(rank + 1, 0, inExprs, ctx),
       AffineMap::get(rank + 1, 0, getAffineDimExpr(rank, ctx)),

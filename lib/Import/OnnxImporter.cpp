@@ -171,6 +171,21 @@ public:
   FailureOr<Literal> literalFromTensorProto(const onnx::TensorProto &t,
                                             Location loc);
 
+  /// A graph input or output as the .so describes it (design 0010).
+  TensorSignature signature(const std::string &name, int32_t dtype,
+                            const Shape &shape) {
+    TensorSignature sig{name, dtype, shape, {}};
+    if (!hasSymbolicDims(shape))
+      return sig;
+    for (int64_t &d : sig.shape) {
+      sig.dimExprs.push_back(isSymbolicDim(d) ? symbolicDims.abiText(d) : "");
+      if (isSymbolicDim(d))
+        d = -1;
+    }
+    return sig;
+  }
+  SymbolicDims &symbolic() { return symbolicDims; }
+
   /// The graph inputs not known at compile time that `name` is computed
   /// from (itself, if it is one), in the order first reached.
   std::vector<std::string> inputsBehind(const std::string &name) {
@@ -217,8 +232,18 @@ public:
   lowerSubgraph(const onnx::GraphProto &g, int64_t opset,
                 const std::vector<GraphValue> &inputs);
 
+  /// A symbolic literal as a run-time tensor (its dims materialized).
+  Value materializeSymbolicLiteral(const Literal &lit, Location loc);
+
 private:
   LogicalResult importInputs(const onnx::GraphProto &graph);
+  /// Symbolic dims reach only the ops that handle them (design 0010):
+  /// folds shape arithmetic on symbolic literals, hands other ops their
+  /// symbolic literals as run-time tensors, refuses the rest.
+  LogicalResult prepareSymbolicInputs(NodeLowering &n);
+  /// Elementwise integer arithmetic, comparisons and Where on literals
+  /// holding symbolic dims; false when a result cannot be decided.
+  bool foldSymbolicArithmetic(NodeLowering &n);
   LogicalResult importConstantInput(const onnx::ValueInfoProto &in,
                                     const ConstantInput &value, Location loc);
   LogicalResult lowerNode(const onnx::NodeProto &node, int64_t opset);
@@ -242,6 +267,15 @@ private:
   ImportedModel result;
   std::vector<Type> weightTypes;
   std::map<const void *, std::string> initializerStorage;
+  SymbolicDims symbolicDims{&ctx};
+  ActiveSymbolicDims activeDims{&symbolicDims};
+  struct SymbolAxis {
+    std::string input;
+    int axis;
+    int64_t handle;
+  };
+  /// Where each symbolic input dim is, to read the symbols at run time.
+  std::vector<SymbolAxis> inputSymbolAxes;
   std::map<std::string, std::shared_ptr<llvm::MemoryBuffer>> externalFiles;
 };
 
@@ -467,6 +501,10 @@ Value GraphLowering::materialize(GraphValue &v, Location loc) {
     return v.tensor;
   assert(v.literal && "value has neither tensor nor literal");
   const Literal &lit = *v.literal;
+  // Dims known only at run time: computed where they are needed, never
+  // cached (a later use may sit where this one does not dominate).
+  if (isSymbolicLiteral(lit))
+    return materializeSymbolicLiteral(lit, loc);
   auto type = RankedTensorType::get(lit.shape(), elementType(lit.dtype()));
   OpBuilder::InsertionGuard guard(builder);
   Block &entry = func.getBody().front();
@@ -606,33 +644,56 @@ LogicalResult GraphLowering::importInputs(const onnx::GraphProto &graph) {
                        << rank;
         return failure();
       }
-      for (int i = 0; i < rank; ++i) {
-        const auto &d = tt.shape().dim(i);
-        if (d.has_dim_value() && d.dim_value() != pinned->second[i]) {
+    }
+    for (int i = 0; i < rank; ++i) {
+      const auto &d = tt.shape().dim(i);
+      bool fixed = d.has_dim_value() && d.dim_value() >= 0;
+      int64_t given = pinned != options.inputShapes.end()
+                          ? pinned->second[i]
+                          : int64_t(-1);
+      if (fixed && given >= 0 && d.dim_value() != given) {
+        emitError(loc) << "--shape " << in.name() << ": axis " << i
+                       << " is fixed to " << d.dim_value()
+                       << " in the model, not " << given;
+        return failure();
+      }
+      if (given >= 0 || fixed) {
+        shape.push_back(given >= 0 ? given : d.dim_value());
+        continue;
+      }
+      // A symbolic dim: shared by name across inputs (docs/design/0010).
+      std::string name = d.has_dim_param() && !d.dim_param().empty()
+                             ? d.dim_param()
+                             : in.name() + "." + std::to_string(i);
+      int64_t lo = 1, hi = INT64_MAX;
+      auto bounds = options.inputDimBounds.find(in.name());
+      if (bounds != options.inputDimBounds.end()) {
+        auto b = bounds->second.find(i);
+        if (b != bounds->second.end())
+          std::tie(lo, hi) = b->second;
+      }
+      size_t before = symbolicDims.numSymbols();
+      int64_t handle = symbolicDims.addSymbol(name, lo, hi);
+      if (symbolicDims.numSymbols() == before) {
+        // Shared: bounds given twice must agree.
+        size_t k = 0;
+        while (symbolicDims.symbolName(k) != name)
+          ++k;
+        if ((lo != 1 || hi != INT64_MAX) &&
+            (symbolicDims.symbolLo(k) != lo || symbolicDims.symbolHi(k) != hi)) {
           emitError(loc) << "--shape " << in.name() << ": axis " << i
-                         << " is fixed to " << d.dim_value()
-                         << " in the model, not " << pinned->second[i];
+                         << " is the symbol '" << name
+                         << "', bounded differently by another --shape";
           return failure();
         }
       }
-      shape = pinned->second;
-    } else {
-      for (int i = 0; i < rank; ++i) {
-        const auto &d = tt.shape().dim(i);
-        if (!d.has_dim_value() || d.dim_value() < 0) {
-          std::string sym = d.has_dim_param() ? d.dim_param() : "?";
-          emitError(loc) << "graph input '" << in.name()
-                         << "' has symbolic dim '" << sym << "' at axis " << i
-                         << "; pin it with --shape " << in.name() << "=...";
-          return failure();
-        }
-        shape.push_back(d.dim_value());
-      }
+      shape.push_back(handle);
+      inputSymbolAxes.push_back({in.name(), i, handle});
     }
     GraphValue v;
     v.dtype = tt.elem_type();
     v.shape = shape;
-    result.inputs.push_back({in.name(), v.dtype, shape});
+    result.inputs.push_back(signature(in.name(), v.dtype, shape));
     values[in.name()] = v;
   }
   for (auto &kv : options.constantInputs)
@@ -797,6 +858,10 @@ LogicalResult GraphLowering::lowerNode(const onnx::NodeProto &node,
         }
   }
   NodeLowering nl(*this, node, opset, loc);
+  if (failed(prepareSymbolicInputs(nl)))
+    return failure();
+  if (nl.folded())
+    return success();
   if (failed(it->second(nl)))
     return failure();
   for (int i = 0; i < node.output_size(); ++i)
@@ -854,11 +919,26 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
     return failure();
   for (const auto &in : result.inputs) {
     GraphValue &v = values[in.name];
-    v.tensor =
-        entry->addArgument(RankedTensorType::get(v.shape, elementType(v.dtype)),
-                           NameLoc::get(builder.getStringAttr(in.name)));
+    v.tensor = entry->addArgument(tensorTypeOf(v.shape, elementType(v.dtype)),
+                                  NameLoc::get(builder.getStringAttr(in.name)));
+    symbolicDims.setShape(v.tensor, v.shape);
   }
   builder.setInsertionPointToEnd(entry);
+  // Each symbol's value, read once from the first input that has it.
+  for (size_t k = 0; k < symbolicDims.numSymbols(); ++k)
+    for (const SymbolAxis &sa : inputSymbolAxes)
+      if (symbolicDims.expr(sa.handle) ==
+          getAffineSymbolExpr(k, builder.getContext())) {
+        Location loc = NameLoc::get(builder.getStringAttr(sa.input));
+        symbolicDims.setSymbolValue(
+            k, tensor::DimOp::create(builder, loc, values[sa.input].tensor,
+                                     sa.axis));
+        break;
+      }
+  for (size_t k = 0; k < symbolicDims.numSymbols(); ++k)
+    result.symbols.push_back({symbolicDims.symbolName(k),
+                              symbolicDims.symbolLo(k),
+                              symbolicDims.symbolHi(k)});
   // Sub-byte inputs come as ml_dtypes has them, the value in the low bits
   // of a byte (docs/design/0009); the IR extends it.
   for (const auto &in : result.inputs) {
@@ -890,9 +970,9 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
     }
     Location loc = NameLoc::get(builder.getStringAttr(out.name()));
     Value t;
-    if (numElements(v->shape) == 0) {
+    if (!hasSymbolicDims(v->shape) && numElements(v->shape) == 0) {
       // Nothing to compute or copy (and no element to splat).
-      t = tensor::EmptyOp::create(builder, loc, v->shape,
+      t = createEmpty(builder, loc, v->shape,
                                   elementType(v->dtype));
     } else if (v->literal && !v->tensor && isSplat(*v->literal)) {
       // A constant output is a fill: no copy out of a constant tensor.
@@ -902,7 +982,7 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
           v->literal->gather({}, [](const int64_t *) { return 0; });
       Value c = materialize(scalar, loc);
       Value elem = tensor::ExtractOp::create(builder, loc, c, ValueRange{});
-      Value empty = tensor::EmptyOp::create(builder, loc, v->shape,
+      Value empty = createEmpty(builder, loc, v->shape,
                                             elementType(v->dtype));
       t = linalg::FillOp::create(builder, loc, elem, empty).getResult(0);
     } else {
@@ -922,12 +1002,26 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
     // a fresh tensor so the caller's output buffer is written.
     if (isa<BlockArgument>(t) || t.getDefiningOp<arith::ConstantOp>()) {
       auto type = cast<RankedTensorType>(t.getType());
-      Value empty = tensor::EmptyOp::create(builder, loc, type.getShape(),
-                                            type.getElementType());
+      Value empty =
+          createEmpty(builder, loc, shapeOf(t), type.getElementType());
       t = linalg::CopyOp::create(builder, loc, t, empty).getResult(0);
     }
     results.push_back(t);
-    result.outputs.push_back({out.name(), v->dtype, v->shape});
+    result.outputs.push_back(signature(out.name(), v->dtype, v->shape));
+    for (const std::string &e : result.outputs.back().dimExprs)
+      if (e.empty() && !result.outputs.back().dimExprs.empty() &&
+          hasSymbolicDims(v->shape)) {
+        for (size_t i = 0; i < v->shape.size(); ++i)
+          if (isSymbolicDim(v->shape[i]) &&
+              result.outputs.back().dimExprs[i].empty()) {
+            emitError(loc) << "graph output '" << out.name() << "' has shape "
+                           << symbolicDims.describe(v->shape)
+                           << ": axis " << i
+                           << " depends on the data, not only on the input "
+                              "shapes (not supported)";
+            return failure();
+          }
+      }
   }
   func::ReturnOp::create(builder, fileLoc(), results);
   func.setFunctionType(builder.getFunctionType(entry->getArgumentTypes(),
@@ -943,6 +1037,233 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
   return std::move(result);
 }
 
+
+//===----------------------------------------------------------------------===//
+// Symbolic dims at op boundaries (docs/design/0010)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Ops whose lowerings handle symbolic dims in their data inputs.
+const std::set<std::string> &symbolicAwareOps() {
+  static const std::set<std::string> ops = {
+      // elementwise
+      "Abs", "Add", "And", "Cast", "CastLike", "Ceil", "Clip", "Cos", "Div",
+      "Elu", "Equal", "Erf", "Exp", "Floor", "Gelu", "Greater",
+      "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity", "IsInf",
+      "IsNaN", "LeakyRelu", "Less", "LessOrEqual", "Log", "Max", "Min", "Mod",
+      "Mul", "Neg", "Not", "Or", "Pow", "PRelu", "Reciprocal", "Relu",
+      "Round", "Sigmoid", "Sign", "Sin", "Softplus", "Sqrt", "Sub", "Tanh",
+      "Where", "Xor",
+      // shapes and data movement
+      "Concat", "ConstantOfShape", "Expand", "Flatten", "Gather", "GatherND",
+      "Range", "Reshape", "Shape", "Size", "Slice", "Split", "Squeeze",
+      "Transpose", "Unsqueeze", "Trilu",
+      // compute
+      "AveragePool", "Conv", "Gemm", "GlobalAveragePool", "GlobalMaxPool",
+      "LayerNormalization", "MatMul", "MaxPool", "ReduceMax", "ReduceMean",
+      "ReduceMin", "ReduceSum", "Softmax", "LogSoftmax",
+      "BatchNormalization", "SimplifiedLayerNormalization",
+      "RMSNormalization"};
+  return ops;
+}
+
+/// Ops that fold symbolic literals by moving their elements (never
+/// computing with them), so handles pass through unchanged.
+const std::set<std::string> &structuralFoldOps() {
+  static const std::set<std::string> ops = {
+      "Concat",  "Flatten", "Gather",    "Identity", "Reshape", "Shape",
+      "Size",    "Slice",   "Squeeze",   "Unsqueeze", "Split",  "Expand",
+      "ConstantOfShape", "Transpose"};
+  return ops;
+}
+
+const std::set<std::string> &arithmeticFoldOps() {
+  static const std::set<std::string> ops = {
+      "Add",  "Sub",     "Mul",  "Div",     "Max",          "Min",
+      "Mod",  "Neg",     "Abs",  "Equal",   "Less",         "Greater",
+      "LessOrEqual", "GreaterOrEqual", "Where", "Not", "And", "Or"};
+  return ops;
+}
+} // namespace
+
+Value GraphLowering::materializeSymbolicLiteral(const Literal &lit,
+                                                Location loc) {
+  Type et = elementType(lit.dtype());
+  SmallVector<Value> elems;
+  for (int64_t i = 0; i < lit.size(); ++i) {
+    int64_t v = lit.getI(i);
+    if (isSymbolicDim(v))
+      elems.push_back(arith::IndexCastOp::create(
+          builder, loc, et, symbolicDims.materialize(builder, loc, v)));
+    else
+      elems.push_back(arith::ConstantOp::create(
+          builder, loc, builder.getIntegerAttr(et, v)));
+  }
+  auto type = RankedTensorType::get(lit.shape(), et);
+  return tensor::FromElementsOp::create(builder, loc, type, elems);
+}
+
+bool GraphLowering::foldSymbolicArithmetic(NodeLowering &n) {
+  const std::string &op = n.node().op_type();
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < n.numInputs(); ++i)
+    if (n.hasInput(i))
+      shapes.push_back(n.literal(i).shape());
+  Shape out;
+  if (!broadcastShapes(shapes, out))
+    return false;
+  bool compare = op == "Equal" || op == "Less" || op == "Greater" ||
+                 op == "LessOrEqual" || op == "GreaterOrEqual";
+  int32_t dtype = compare ? kBool : n.dtype(op == "Where" ? 1 : 0);
+  if (isFloatDType(dtype))
+    return false;
+  Literal result(dtype, out);
+  std::vector<int64_t> strides = stridesOf(out);
+  auto element = [&](size_t i, int64_t flat) {
+    const Literal &l = n.literal(i);
+    const Shape &s = l.shape();
+    int64_t idx = 0, stride = 1;
+    for (int64_t d = static_cast<int64_t>(s.size()) - 1; d >= 0; --d) {
+      int64_t od = d + static_cast<int64_t>(out.size() - s.size());
+      int64_t coord = (flat / strides[od]) % out[od];
+      idx += (s[d] == 1 ? 0 : coord) * stride;
+      stride *= s[d];
+    }
+    return l.getI(idx);
+  };
+  SymbolicDims &sd = symbolicDims;
+  // -1: unknown; 0/1: decided.
+  auto less = [&](int64_t a, int64_t b) -> int {
+    if (a == b)
+      return 0;
+    if (sd.upperBound(a) < sd.lowerBound(b))
+      return 1;
+    if (sd.lowerBound(a) >= sd.upperBound(b))
+      return 0;
+    return -1;
+  };
+  for (int64_t k = 0; k < numElements(out); ++k) {
+    int64_t a = element(0, k);
+    int64_t b = n.numInputs() > 1 && n.hasInput(1) ? element(1, k) : 0;
+    std::optional<int64_t> r;
+    if (op == "Add")
+      r = sd.add(a, b);
+    else if (op == "Sub")
+      r = sd.sub(a, b);
+    else if (op == "Mul")
+      r = sd.mul(a, b);
+    else if (op == "Div") {
+      // Integer Div truncates; dims and positive divisors floor alike.
+      if (sd.lowerBound(a) >= 0)
+        r = sd.floorDiv(a, b);
+    } else if (op == "Mod") {
+      if (sd.lowerBound(a) >= 0)
+        r = sd.mod(a, b);
+    } else if (op == "Neg")
+      r = sd.sub(0, a);
+    else if (op == "Abs") {
+      if (sd.lowerBound(a) >= 0)
+        r = a;
+    } else if (op == "Max" || op == "Min") {
+      int64_t acc = a;
+      bool decided = true;
+      for (size_t i = 1; i < n.numInputs() && decided; ++i) {
+        if (!n.hasInput(i))
+          continue;
+        int64_t x = element(i, k);
+        int pick = op == "Max" ? less(acc, x) : less(x, acc);
+        if (pick < 0)
+          decided = false;
+        else if (pick == 1)
+          acc = x;
+      }
+      if (decided)
+        r = acc;
+    } else if (op == "Equal") {
+      if (a == b)
+        r = 1;
+      else if (!isSymbolicDim(a) && !isSymbolicDim(b))
+        r = 0;
+      else if (less(a, b) == 1 || less(b, a) == 1)
+        r = 0;
+    } else if (op == "Less" || op == "GreaterOrEqual") {
+      int lt = less(a, b);
+      if (lt >= 0)
+        r = op == "Less" ? lt : 1 - lt;
+    } else if (op == "Greater" || op == "LessOrEqual") {
+      int gt = less(b, a);
+      if (gt >= 0)
+        r = op == "Greater" ? gt : 1 - gt;
+    } else if (op == "Where") {
+      if (!isSymbolicDim(a))
+        r = a ? b : element(2, k);
+    } else if (op == "Not") {
+      if (!isSymbolicDim(a))
+        r = !a;
+    } else if (op == "And" || op == "Or") {
+      if (!isSymbolicDim(a) && !isSymbolicDim(b))
+        r = op == "And" ? (a && b) : (a || b);
+    }
+    if (!r)
+      return false;
+    result.setI(k, *r);
+  }
+  n.setOutput(0, std::move(result));
+  return true;
+}
+
+LogicalResult GraphLowering::prepareSymbolicInputs(NodeLowering &n) {
+  const std::string &op = n.node().op_type();
+  int firstSymbolic = -1;
+  bool allLiteral = true;
+  for (size_t i = 0; i < n.numInputs(); ++i) {
+    if (!n.hasInput(i))
+      continue;
+    const GraphValue &v = n.input(i);
+    allLiteral &= v.literal.has_value();
+    bool symbolic =
+        v.literal ? isSymbolicLiteral(*v.literal) : hasSymbolicDims(v.shape);
+    if (symbolic && firstSymbolic < 0)
+      firstSymbolic = static_cast<int>(i);
+  }
+  if (firstSymbolic < 0)
+    return success();
+  if (allLiteral && arithmeticFoldOps().count(op) &&
+      foldSymbolicArithmetic(n)) {
+    n.setFolded();
+    return success();
+  }
+  if (!symbolicAwareOps().count(op)) {
+    const GraphValue &v = n.input(firstSymbolic);
+    std::string what =
+        v.literal ? "holds dims computed from symbolic input dims"
+                  : "has shape " + symbolicDims.describe(v.shape);
+    return n.fail("input " + Twine(firstSymbolic) + " ('" +
+                  n.node().input(firstSymbolic) + "') " + what + "; " + op +
+                  " does not support symbolic dims yet: pin them with --shape "
+                  "NAME=DIMxDIM...");
+  }
+  // Symbolic literals that this op would compute with become run-time
+  // tensors; the structural ops fold them as they are.
+  bool structural = structuralFoldOps().count(op) ||
+                    (op == "Cast" && !isFloatDType(n.attrInt("to", kFloat)));
+  if (structural)
+    return success();
+  for (size_t i = 0; i < n.numInputs(); ++i) {
+    if (!n.hasInput(i) || !n.isLiteral(i) || !isSymbolicLiteral(n.literal(i)))
+      continue;
+    // Range reads its bounds as literals itself.
+    if (op == "Range")
+      continue;
+    GraphValue runtime;
+    runtime.dtype = n.dtype(i);
+    runtime.shape = n.literal(i).shape();
+    runtime.tensor = materializeSymbolicLiteral(n.literal(i), n.loc());
+    n.overrideInput(i, std::move(runtime));
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // NodeLowering
 //===----------------------------------------------------------------------===//
@@ -954,6 +1275,9 @@ NodeLowering::NodeLowering(GraphLowering &graph, const onnx::NodeProto &node,
 OpBuilder &NodeLowering::builder() { return graph_.getBuilder(); }
 
 const GraphValue &NodeLowering::input(size_t i) const {
+  auto o = overrides_.find(i);
+  if (o != overrides_.end())
+    return o->second;
   return *graph_.lookup(node_.input(i));
 }
 
@@ -992,6 +1316,9 @@ Value NodeLowering::materialize(GraphValue &v) {
 }
 
 Value NodeLowering::value(size_t i) {
+  auto o = overrides_.find(i);
+  if (o != overrides_.end())
+    return graph_.materialize(o->second, loc_);
   return graph_.materialize(*graph_.lookup(node_.input(i)), loc_);
 }
 
@@ -1016,7 +1343,7 @@ void NodeLowering::setOutput(size_t i, Value tensor, int32_t dtype) {
       }
   if (dtype)
     v.dtype = dtype;
-  v.shape = Shape(type.getShape().begin(), type.getShape().end());
+  v.shape = shapeOf(tensor);
   v.tensor = tensor;
   graph_.define(node_.output(i), std::move(v));
 }
@@ -1120,7 +1447,7 @@ Type NodeLowering::elementType(int32_t dtype) const {
 
 RankedTensorType NodeLowering::tensorType(const Shape &shape,
                                           int32_t dtype) const {
-  return RankedTensorType::get(shape, elementType(dtype));
+  return tensorTypeOf(shape, elementType(dtype));
 }
 
 //===----------------------------------------------------------------------===//

@@ -86,7 +86,7 @@ FailureOr<Value> emitQuantGeneric(NodeLowering &n, Type outElem,
   }
   maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
-  Value empty = tensor::EmptyOp::create(b, n.loc(), x, outElem);
+  Value empty = createEmpty(b, n.loc(), x, outElem);
   return linalg::GenericOp::create(
              b, n.loc(), empty.getType(), ins, ValueRange{empty}, maps, iters,
              [&](OpBuilder &nb, Location l, ValueRange a) {

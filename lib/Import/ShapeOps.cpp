@@ -213,7 +213,7 @@ LogicalResult lowerConcat(NodeLowering &n) {
   }
   OpBuilder &b = n.builder();
   Type et = n.elementType(n.dtype(ins[0]));
-  Value acc = tensor::EmptyOp::create(b, n.loc(), out, et);
+  Value acc = createEmpty(b, n.loc(), out, et);
   for (size_t k = 0; k < ins.size(); ++k) {
     const Shape &s = n.shape(ins[k]);
     if (s[axis] == 0)
@@ -235,7 +235,7 @@ Value emitStridedGather(OpBuilder &b, Location loc, Value input,
                         const Shape &out, const std::vector<int64_t> &starts,
                         const std::vector<int64_t> &steps) {
   Type et = cast<RankedTensorType>(input.getType()).getElementType();
-  Value empty = tensor::EmptyOp::create(b, loc, out, et);
+  Value empty = createEmpty(b, loc, out, et);
   SmallVector<AffineMap> maps = {
       AffineMap::getMultiDimIdentityMap(out.size(), b.getContext())};
   SmallVector<utils::IteratorType> iters(out.size(),
@@ -402,7 +402,7 @@ LogicalResult lowerGather(NodeLowering &n) {
       AffineMap::getMultiDimIdentityMap(outRank, ctx)};
   SmallVector<utils::IteratorType> iters(outRank,
                                          utils::IteratorType::parallel);
-  Value empty = tensor::EmptyOp::create(b, loc, out, n.elementType(n.dtype(0)));
+  Value empty = createEmpty(b, loc, out, n.elementType(n.dtype(0)));
   auto op = linalg::GenericOp::create(
       b, loc, empty.getType(), ValueRange{idxV}, ValueRange{empty}, maps, iters,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
@@ -536,7 +536,7 @@ LogicalResult lowerTile(NodeLowering &n) {
   OpBuilder &b = n.builder();
   Location loc = n.loc();
   Value input = n.value(0);
-  Value empty = tensor::EmptyOp::create(b, loc, out, n.elementType(n.dtype(0)));
+  Value empty = createEmpty(b, loc, out, n.elementType(n.dtype(0)));
   SmallVector<AffineMap> maps = {
       AffineMap::getMultiDimIdentityMap(out.size(), b.getContext())};
   SmallVector<utils::IteratorType> iters(out.size(),
@@ -751,7 +751,7 @@ LogicalResult lowerPad(NodeLowering &n) {
     Location loc = n.loc();
     Value input = n.value(0);
     Value empty =
-        tensor::EmptyOp::create(b, loc, out, n.elementType(n.dtype(0)));
+        createEmpty(b, loc, out, n.elementType(n.dtype(0)));
     SmallVector<AffineMap> maps = {
         AffineMap::getMultiDimIdentityMap(rank, b.getContext())};
     SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
@@ -818,7 +818,7 @@ LogicalResult lowerTrilu(NodeLowering &n) {
   Value input = n.value(0);
   // k may be a run-time scalar: it changes values, not the shape.
   Value kTensor = n.hasInput(1) ? n.value(1) : Value();
-  Value empty = tensor::EmptyOp::create(b, loc, in, et);
+  Value empty = createEmpty(b, loc, in, et);
   SmallVector<AffineMap> maps(
       2, AffineMap::getMultiDimIdentityMap(rank, b.getContext()));
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
@@ -860,7 +860,7 @@ LogicalResult lowerGatherElements(NodeLowering &n) {
   Location loc = n.loc();
   Value dataV = n.value(0);
   int64_t dim = data[axis];
-  Value empty = tensor::EmptyOp::create(b, loc, idx, n.elementType(n.dtype(0)));
+  Value empty = createEmpty(b, loc, idx, n.elementType(n.dtype(0)));
   SmallVector<AffineMap> maps(
       2, AffineMap::getMultiDimIdentityMap(rank, b.getContext()));
   SmallVector<utils::IteratorType> iters(rank, utils::IteratorType::parallel);
@@ -961,7 +961,7 @@ LogicalResult lowerOneHot(NodeLowering &n) {
   for (int64_t d = 0; d < outRank; ++d)
     if (d != axis)
       inExprs.push_back(getAffineDimExpr(d, ctx));
-  Value empty = tensor::EmptyOp::create(b, loc, out, et);
+  Value empty = createEmpty(b, loc, out, et);
   SmallVector<AffineMap> maps = {
       AffineMap::get(outRank, 0, inExprs, ctx),
       AffineMap::getMultiDimIdentityMap(outRank, ctx)};

@@ -32,9 +32,13 @@
 
 namespace {
 
-/// Parses NAME=2x16 (dims separated by 'x' or ',').
+/// Parses NAME=2x16 (dims separated by 'x' or ','): each dim a size, '?'
+/// (symbolic, free) or LO..HI (symbolic, bounded); symbolic dims are -1 in
+/// `dims` with their bounds in `bounds`.
 bool parseShape(const std::string &spec, std::string &name,
-                std::vector<int64_t> &dims, std::string &error) {
+                std::vector<int64_t> &dims,
+                std::map<int, std::pair<int64_t, int64_t>> &bounds,
+                std::string &error) {
   size_t eq = spec.rfind('=');
   if (eq == std::string::npos || eq == 0) {
     error = "--shape '" + spec + "': expected NAME=DIMxDIM...";
@@ -43,17 +47,41 @@ bool parseShape(const std::string &spec, std::string &name,
   name = spec.substr(0, eq);
   std::string rest = spec.substr(eq + 1);
   dims.clear();
+  bounds.clear();
   if (rest.empty() || rest == "scalar")
     return true;
+  auto number = [](const std::string &t, int64_t &v) {
+    if (t.empty() || t.size() > 18 ||
+        t.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    v = std::stoll(t);
+    return true;
+  };
   std::regex sep("[x,]");
   for (std::sregex_token_iterator it(rest.begin(), rest.end(), sep, -1), end;
        it != end; ++it) {
     std::string d = *it;
-    if (d.empty() || d.find_first_not_of("0123456789") != std::string::npos) {
-      error = "--shape '" + spec + "': dim '" + d + "' is not a number";
+    int64_t v = 0, lo = 0, hi = 0;
+    size_t range = d.find("..");
+    if (d == "?") {
+      bounds[dims.size()] = {1, INT64_MAX};
+      dims.push_back(-1);
+    } else if (range != std::string::npos && number(d.substr(0, range), lo) &&
+               number(d.substr(range + 2), hi)) {
+      if (lo < 1 || hi < lo) {
+        error = "--shape '" + spec + "': bounds '" + d +
+                "' must satisfy 1 <= LO <= HI";
+        return false;
+      }
+      bounds[dims.size()] = {lo, hi};
+      dims.push_back(-1);
+    } else if (number(d, v)) {
+      dims.push_back(v);
+    } else {
+      error = "--shape '" + spec + "': dim '" + d +
+              "' is not a number, '?' or LO..HI";
       return false;
     }
-    dims.push_back(std::stoll(d));
   }
   return true;
 }
@@ -244,11 +272,14 @@ int main(int argc, char **argv) {
   for (const std::string &s : shapes) {
     std::string name, error;
     std::vector<int64_t> dims;
-    if (!parseShape(s, name, dims, error)) {
+    std::map<int, std::pair<int64_t, int64_t>> bounds;
+    if (!parseShape(s, name, dims, bounds, error)) {
       spdlog::error("{}", error);
       return 1;
     }
     options.import.inputShapes[name] = dims;
+    if (!bounds.empty())
+      options.import.inputDimBounds[name] = bounds;
   }
   for (const std::string &s : constInputs) {
     std::string name, error;

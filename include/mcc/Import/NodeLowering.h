@@ -10,6 +10,7 @@
 
 #include "mcc/Import/Literal.h"
 #include "mcc/Import/OnnxImporter.h"
+#include "mcc/Import/SymbolicDims.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -23,8 +24,9 @@
 
 namespace mcc {
 
-/// A value of the ONNX graph: always a dtype and static shape; a literal if
-/// known at compile time; an SSA tensor once something needed it in IR.
+/// A value of the ONNX graph: always a dtype and a shape (static sizes, or
+/// handles for symbolic dims: SymbolicDims.h); a literal if known at
+/// compile time; an SSA tensor once something needed it in IR.
 struct GraphValue {
   int32_t dtype = kFloat;
   Shape shape;
@@ -95,6 +97,13 @@ public:
   mlir::FailureOr<std::optional<std::vector<int64_t>>>
   intsFromInputOrAttr(size_t i, llvm::StringRef name);
 
+  /// Replaces input i as this node's lowering sees it (a symbolic literal
+  /// handed over as a run-time tensor).
+  void overrideInput(size_t i, GraphValue v) { overrides_[i] = std::move(v); }
+  /// Set when the node was folded before its lowering ran.
+  bool folded() const { return folded_; }
+  void setFolded() { folded_ = true; }
+
   /// Reports an error at this node: "node 'n' (Op): <message>".
   mlir::InFlightDiagnostic emitError() const;
   mlir::LogicalResult fail(const llvm::Twine &message) const;
@@ -110,6 +119,8 @@ private:
   const onnx::NodeProto &node_;
   int64_t opset_;
   mlir::Location loc_;
+  std::map<size_t, GraphValue> overrides_;
+  bool folded_ = false;
 };
 
 using LowerFn = std::function<mlir::LogicalResult(NodeLowering &)>;
@@ -139,6 +150,7 @@ void registerControlFlowLowerings();
 
 /// dtype of an MLIR element type.
 int32_t dtypeOf(mlir::Type type);
+/// The tensor's shape, with handles for its symbolic dims.
 Shape shapeOf(mlir::Value tensor);
 
 /// Elementwise op over broadcast inputs: body gets the scalar operands.

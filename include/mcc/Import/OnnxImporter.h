@@ -33,8 +33,13 @@ struct ConstantInput {
 };
 
 struct ImportOptions {
-  /// Pinned shapes per graph input name (from --shape NAME=2x16).
+  /// Shapes per graph input name (from --shape NAME=2x16): a dim >= 0 is
+  /// pinned, -1 stays symbolic (bounded by inputDimBounds if listed there).
   std::map<std::string, std::vector<int64_t>> inputShapes;
+  /// Bounds [lo, hi] of the symbolic dims in inputShapes (--shape
+  /// NAME=1..64x?), per input and axis.
+  std::map<std::string, std::map<int, std::pair<int64_t, int64_t>>>
+      inputDimBounds;
   /// Graph inputs frozen to a value (from --const-input NAME=...): they
   /// become constants and leave the .so's input list. This is how a shape,
   /// axes or scales input that an exporter left as a graph input is fixed
