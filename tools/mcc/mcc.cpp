@@ -178,7 +178,8 @@ int main(int argc, char **argv) {
   compile->add_option("--target", target, "cpu")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   compile->add_option("--shape", shapes,
-                      "Pin an input's shape: NAME=2x16 (repeatable)");
+                      "An input's shape: NAME=2x16 pins it, NAME=1..64x? "
+                      "leaves dims dynamic (bounded, free) (repeatable)");
   compile->add_option("--const-input", constInputs,
                       "Freeze an input to a value: NAME=FILE.npy|FILE.pb or "
                       "NAME=INT,INT,... (repeatable)");
