@@ -58,11 +58,16 @@ typedef enum mcc_dtype {
 
 #define MCC_MAX_RANK 8
 
+/* A model input or output. A dynamic dim (docs/design/0010) has shape -1
+ * and a name in dim_names: the symbol for an input dim ("batch"), the
+ * expression over symbols for an output dim ("batch * 128"). dim_names is
+ * NULL for a static dim; the strings live as long as the model. */
 typedef struct mcc_tensor_info {
   const char *name;
   mcc_dtype dtype;
   int32_t rank;
   int64_t shape[MCC_MAX_RANK];
+  const char *dim_names[MCC_MAX_RANK];
 } mcc_tensor_info;
 
 /* A tensor the caller owns (or one mcc allocated; see mcc_run_alloc). */
@@ -95,13 +100,31 @@ mcc_status mcc_model_input_info(const mcc_model *model, size_t index,
 mcc_status mcc_model_output_info(const mcc_model *model, size_t index,
                                  mcc_tensor_info *out_info);
 
+/* The symbols dynamic dims are made of, with the bounds every run is
+ * checked against (lo <= value <= hi; hi is INT64_MAX when unbounded). A
+ * static model has none. name lives as long as the model; any out pointer
+ * may be NULL. */
+size_t mcc_model_num_symbols(const mcc_model *model);
+mcc_status mcc_model_symbol_info(const mcc_model *model, size_t index,
+                                 const char **name, int64_t *lo, int64_t *hi);
+
+/* The output shapes a run on `inputs` (their dtypes and shapes; data is not
+ * read) would have: outputs[i] is filled like mcc_model_output_info, with
+ * the dynamic dims evaluated. Fails as mcc_run would on the inputs. */
+mcc_status mcc_model_output_shapes(const mcc_model *model,
+                                   const mcc_tensor *inputs, size_t num_inputs,
+                                   mcc_tensor_info *outputs,
+                                   size_t num_outputs);
+
 /* Threads used by one run (0: the OpenMP default, all cores). Affects the
  * calling thread's later runs. */
 mcc_status mcc_set_num_threads(int num_threads);
 
 /* Runs with caller-provided buffers: inputs[i] and outputs[i] in the order
  * of mcc_model_input_info / mcc_model_output_info. Shapes and dtypes are
- * checked against the model's signature. */
+ * checked against the model's signature: each symbol takes its value from
+ * the inputs, which must agree on it and keep it within its bounds, and
+ * the outputs must have the shapes that follow (mcc_model_output_shapes). */
 mcc_status mcc_run(const mcc_model *model, const mcc_tensor *inputs,
                    size_t num_inputs, mcc_tensor *outputs, size_t num_outputs);
 

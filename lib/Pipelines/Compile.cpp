@@ -69,7 +69,14 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
       importOnnxFile(context, inputPath, options.import);
   if (failed(model))
     return failure();
+  if (failed(checkModelSignature(*model, cuda, model->module->getLoc())))
+    return failure();
   ModuleOp module = *model->module;
+  // Symbols the user left free or bounded, named when a stage fails: a
+  // dynamic dim some pass does not handle yet is the likely cause.
+  std::string dynamicNames;
+  for (const SymbolInfo &s : model->symbols)
+    dynamicNames += (dynamicNames.empty() ? "" : ", ") + s.name;
   int index = 0;
   if (!options.dumpIrDir.empty() &&
       failed(dump(module, options.dumpIrDir, index, "import")))
@@ -81,8 +88,13 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
     pm.enableVerifier(true);
     stage.build(pm);
     if (failed(pm.run(module))) {
-      emitError(module.getLoc())
-          << "compilation failed in stage '" << stage.name << "'";
+      InFlightDiagnostic diag = emitError(module.getLoc())
+                                << "compilation failed in stage '" << stage.name
+                                << "'";
+      if (!dynamicNames.empty())
+        diag.attachNote() << "the model has dynamic dims (" << dynamicNames
+                          << "); if a pass does not support them yet, pin "
+                             "them with --shape NAME=...";
       return failure();
     }
     if (!options.dumpIrDir.empty() &&

@@ -2,17 +2,20 @@
 //
 // Loads a model .so, validates its descriptor against this runtime's ABI and
 // the host, and runs it on caller buffers after checking every shape and
-// dtype. Errors are reported per thread so that concurrent runs don't race
-// on the message.
+// dtype. Dynamic dims (docs/design/0010) are bound from the inputs on each
+// run (ShapeBinding.h). Errors are reported per thread so that concurrent
+// runs don't race on the message.
 //
 //===----------------------------------------------------------------------===//
 
+#include "ShapeBinding.h"
 #include "mcc/ModelABI.h"
 #include "mcc/mcc.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
@@ -27,6 +30,8 @@ struct mcc_model {
   void *handle = nullptr;
   const MccModelDescriptor *desc = nullptr;
   std::string path;
+  /// Parsed dim expressions and the names mcc_tensor_info reports.
+  mcc::rt::ShapeSignature shapes;
 };
 
 namespace {
@@ -57,24 +62,24 @@ bool knownDType(int64_t dtype) {
          mcc_dtype_size(static_cast<mcc_dtype>(dtype)) != 0;
 }
 
-std::string shapeString(int64_t rank, const int64_t *shape) {
-  std::string s = "[";
-  for (int64_t i = 0; i < rank; ++i) {
-    if (i)
-      s += ",";
-    s += std::to_string(shape[i]);
-  }
-  return s + "]";
+using mcc::rt::shapeString;
+
+/// Elements of a shape whose dims are checked non-negative; false when the
+/// count (or its bytes, for `elementSize`) overflows size_t.
+bool numElements(int64_t rank, const int64_t *shape, size_t elementSize,
+                 size_t &bytes) {
+  size_t n = elementSize;
+  for (int64_t i = 0; i < rank; ++i)
+    if (__builtin_mul_overflow(n, static_cast<size_t>(shape[i]), &n))
+      return false;
+  bytes = n;
+  return true;
 }
 
-size_t numElements(const MccTensorDesc &d) {
-  size_t n = 1;
-  for (int64_t i = 0; i < d.rank; ++i)
-    n *= static_cast<size_t>(d.shape[i]);
-  return n;
-}
-
-mcc_status validateDescriptor(const MccModelDescriptor *d, const char *path) {
+mcc_status validateDescriptor(const MccModelDescriptor *d, const char *path,
+                              mcc::rt::ShapeSignature &shapes) {
+  // abi_version is the first field in every version: check it before
+  // reading fields a model of another version may not have.
   if (d->abi_version != MCC_ABI_VERSION)
     return fail(MCC_ERROR_ABI,
                 "%s: model ABI version %lld, this runtime supports %d; "
@@ -101,39 +106,61 @@ mcc_status validateDescriptor(const MccModelDescriptor *d, const char *path) {
   }
   if (!d->run)
     return fail(MCC_ERROR_LOAD, "%s: descriptor has no run function", path);
+  std::string error;
+  if (!mcc::rt::ShapeSignature::fromDescriptor(*d, shapes, error))
+    return fail(MCC_ERROR_LOAD, "%s: %s", path, error.c_str());
   return MCC_OK;
 }
 
-void fillInfo(const MccTensorDesc &d, mcc_tensor_info *info) {
+void fillInfo(const MccTensorDesc &d, const mcc::rt::TensorShape &shape,
+              mcc_tensor_info *info) {
   info->name = d.name;
   info->dtype = static_cast<mcc_dtype>(d.dtype);
   info->rank = static_cast<int32_t>(d.rank);
-  for (int i = 0; i < MCC_MAX_RANK; ++i)
+  for (int i = 0; i < MCC_MAX_RANK; ++i) {
     info->shape[i] = i < d.rank ? d.shape[i] : 0;
+    info->dim_names[i] =
+        i < d.rank && d.shape[i] < 0 ? shape.dimNames[i].c_str() : nullptr;
+  }
 }
 
-mcc_status checkTensor(const char *role, size_t index, const MccTensorDesc &d,
-                       const mcc_tensor &t, bool checkData) {
-  // An empty tensor may have no storage.
-  if (checkData && !t.data && numElements(d) != 0)
-    return fail(MCC_ERROR_INVALID_ARGUMENT, "%s %zu ('%s'): data is null", role,
-                index, d.name);
+mcc_status checkDType(const char *role, size_t index, const MccTensorDesc &d,
+                      const mcc_tensor &t) {
   if (t.dtype != d.dtype)
     return fail(MCC_ERROR_DTYPE,
                 "%s %zu ('%s'): dtype %s given, the model expects %s", role,
                 index, d.name, mcc_dtype_name(t.dtype),
                 mcc_dtype_name(static_cast<mcc_dtype>(d.dtype)));
-  bool same = t.rank == d.rank;
-  for (int64_t i = 0; same && i < d.rank; ++i)
-    same = t.shape[i] == d.shape[i];
-  if (!same) {
-    if (t.rank < 0 || t.rank > MCC_MAX_RANK)
-      return fail(MCC_ERROR_SHAPE, "%s %zu ('%s'): rank %d is invalid", role,
-                  index, d.name, t.rank);
-    return fail(MCC_ERROR_SHAPE,
-                "%s %zu ('%s'): shape %s given, the model expects %s", role,
-                index, d.name, shapeString(t.rank, t.shape).c_str(),
-                shapeString(d.rank, d.shape).c_str());
+  return MCC_OK;
+}
+
+/// An empty tensor may have no storage; any other needs its data.
+mcc_status checkData(const char *role, size_t index, const MccTensorDesc &d,
+                     const mcc_tensor &t) {
+  size_t bytes = 0;
+  if (!numElements(t.rank, t.shape, 1, bytes))
+    return fail(MCC_ERROR_SHAPE, "%s %zu ('%s'): shape %s is too large", role,
+                index, d.name, shapeString(t.rank, t.shape).c_str());
+  if (!t.data && bytes != 0)
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "%s %zu ('%s'): data is null", role,
+                index, d.name);
+  return MCC_OK;
+}
+
+/// Checks every input's dtype and shape and binds the symbols from them.
+mcc_status bindInputs(const mcc_model *m, const mcc_tensor *inputs,
+                      mcc::rt::ShapeBinder &binder, bool checkDataToo) {
+  const MccModelDescriptor *d = m->desc;
+  std::string error;
+  for (size_t i = 0; i < static_cast<size_t>(d->num_inputs); ++i) {
+    if (mcc_status s = checkDType("input", i, d->inputs[i], inputs[i]))
+      return s;
+    if (mcc_status s =
+            binder.bindInput(i, inputs[i].rank, inputs[i].shape, error))
+      return fail(s, "%s", error.c_str());
+    if (checkDataToo)
+      if (mcc_status s = checkData("input", i, d->inputs[i], inputs[i]))
+        return s;
   }
   return MCC_OK;
 }
@@ -283,6 +310,11 @@ MCC_API mcc_status mcc_model_load(const char *path, mcc_model **outModel) {
     return fail(MCC_ERROR_LOAD, "%s: cannot load: %s", path, dlerror());
   auto fn =
       reinterpret_cast<MccDescriptorFn>(dlsym(handle, MCC_DESCRIPTOR_SYMBOL));
+  // A model of an earlier ABI exports that version's symbol: its descriptor
+  // starts with abi_version too, so validateDescriptor names its version.
+  if (!fn)
+    fn = reinterpret_cast<MccDescriptorFn>(
+        dlsym(handle, MCC_DESCRIPTOR_SYMBOL_V1));
   if (!fn) {
     dlclose(handle);
     return fail(MCC_ERROR_LOAD, "%s: not an mcc model (no %s symbol)", path,
@@ -293,7 +325,8 @@ MCC_API mcc_status mcc_model_load(const char *path, mcc_model **outModel) {
     dlclose(handle);
     return fail(MCC_ERROR_LOAD, "%s: model descriptor is null", path);
   }
-  if (mcc_status s = validateDescriptor(desc, path)) {
+  mcc::rt::ShapeSignature shapes;
+  if (mcc_status s = validateDescriptor(desc, path, shapes)) {
     dlclose(handle);
     return s;
   }
@@ -330,6 +363,7 @@ MCC_API mcc_status mcc_model_load(const char *path, mcc_model **outModel) {
   m->handle = handle;
   m->desc = desc;
   m->path = path;
+  m->shapes = std::move(shapes);
   *outModel = m;
   return MCC_OK;
 }
@@ -365,7 +399,7 @@ MCC_API mcc_status mcc_model_input_info(const mcc_model *model, size_t index,
     return fail(MCC_ERROR_INVALID_ARGUMENT,
                 "input index %zu out of range (model has %lld inputs)", index,
                 (long long)model->desc->num_inputs);
-  fillInfo(model->desc->inputs[index], info);
+  fillInfo(model->desc->inputs[index], model->shapes.inputs[index], info);
   return MCC_OK;
 }
 
@@ -377,7 +411,7 @@ MCC_API mcc_status mcc_model_output_info(const mcc_model *model, size_t index,
     return fail(MCC_ERROR_INVALID_ARGUMENT,
                 "output index %zu out of range (model has %lld outputs)", index,
                 (long long)model->desc->num_outputs);
-  fillInfo(model->desc->outputs[index], info);
+  fillInfo(model->desc->outputs[index], model->shapes.outputs[index], info);
   return MCC_OK;
 }
 
@@ -397,6 +431,50 @@ MCC_API mcc_status mcc_set_num_threads(int numThreads) {
   return MCC_OK;
 }
 
+MCC_API size_t mcc_model_num_symbols(const mcc_model *model) {
+  return model ? model->shapes.symbols.size() : 0;
+}
+
+MCC_API mcc_status mcc_model_symbol_info(const mcc_model *model, size_t index,
+                                         const char **name, int64_t *lo,
+                                         int64_t *hi) {
+  if (!model)
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "model is null");
+  if (index >= model->shapes.symbols.size())
+    return fail(MCC_ERROR_INVALID_ARGUMENT,
+                "symbol index %zu out of range (model has %zu symbols)", index,
+                model->shapes.symbols.size());
+  const mcc::rt::SymbolBounds &s = model->shapes.symbols[index];
+  if (name)
+    *name = s.name.c_str();
+  if (lo)
+    *lo = s.lo;
+  if (hi)
+    *hi = s.hi;
+  return MCC_OK;
+}
+
+MCC_API mcc_status mcc_model_output_shapes(const mcc_model *model,
+                                           const mcc_tensor *inputs,
+                                           size_t numInputs,
+                                           mcc_tensor_info *outputs,
+                                           size_t numOutputs) {
+  if (mcc_status s = checkCounts(model, numInputs, numOutputs))
+    return s;
+  if ((numInputs && !inputs) || (numOutputs && !outputs))
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "inputs or outputs array is null");
+  mcc::rt::ShapeBinder binder(model->shapes);
+  if (mcc_status s = bindInputs(model, inputs, binder, false))
+    return s;
+  std::string error;
+  for (size_t i = 0; i < numOutputs; ++i) {
+    fillInfo(model->desc->outputs[i], model->shapes.outputs[i], &outputs[i]);
+    if (mcc_status s = binder.outputShape(i, outputs[i].shape, error))
+      return fail(s, "%s", error.c_str());
+  }
+  return MCC_OK;
+}
+
 MCC_API mcc_status mcc_run(const mcc_model *model, const mcc_tensor *inputs,
                            size_t numInputs, mcc_tensor *outputs,
                            size_t numOutputs) {
@@ -405,20 +483,55 @@ MCC_API mcc_status mcc_run(const mcc_model *model, const mcc_tensor *inputs,
   if ((numInputs && !inputs) || (numOutputs && !outputs))
     return fail(MCC_ERROR_INVALID_ARGUMENT, "inputs or outputs array is null");
   const MccModelDescriptor *d = model->desc;
+  mcc::rt::ShapeBinder binder(model->shapes);
+  if (mcc_status s = bindInputs(model, inputs, binder, true))
+    return s;
   std::vector<void *> buffers;
   buffers.reserve(numInputs + numOutputs);
+  // The actual shapes of the inputs, then of the outputs (ModelABI.h).
+  std::vector<int64_t> dims;
   for (size_t i = 0; i < numInputs; ++i) {
-    if (mcc_status s = checkTensor("input", i, d->inputs[i], inputs[i], true))
-      return s;
     buffers.push_back(inputs[i].data);
+    dims.insert(dims.end(), inputs[i].shape, inputs[i].shape + inputs[i].rank);
   }
+  std::string error;
   for (size_t i = 0; i < numOutputs; ++i) {
-    if (mcc_status s =
-            checkTensor("output", i, d->outputs[i], outputs[i], true))
+    const MccTensorDesc &o = d->outputs[i];
+    if (mcc_status s = checkDType("output", i, o, outputs[i]))
+      return s;
+    int64_t expected[MCC_MAX_RANK];
+    if (mcc_status s = binder.outputShape(i, expected, error))
+      return fail(s, "%s", error.c_str());
+    bool same = outputs[i].rank == o.rank;
+    for (int64_t k = 0; same && k < o.rank; ++k)
+      same = outputs[i].shape[k] == expected[k];
+    if (!same) {
+      if (outputs[i].rank < 0 || outputs[i].rank > MCC_MAX_RANK)
+        return fail(MCC_ERROR_SHAPE, "output %zu ('%s'): rank %d is invalid", i,
+                    o.name, outputs[i].rank);
+      if (std::any_of(o.shape, o.shape + o.rank,
+                      [](int64_t dim) { return dim < 0; }))
+        return fail(
+            MCC_ERROR_SHAPE,
+            "output %zu ('%s'): shape %s given, the model computes "
+            "%s for these inputs (%s with %s)",
+            i, o.name, shapeString(outputs[i].rank, outputs[i].shape).c_str(),
+            shapeString(o.rank, expected).c_str(),
+            mcc::rt::ShapeSignature::shapeString(model->shapes.outputs[i])
+                .c_str(),
+            binder.boundSymbols().c_str());
+      return fail(MCC_ERROR_SHAPE,
+                  "output %zu ('%s'): shape %s given, the model expects %s", i,
+                  o.name,
+                  shapeString(outputs[i].rank, outputs[i].shape).c_str(),
+                  shapeString(o.rank, expected).c_str());
+    }
+    if (mcc_status s = checkData("output", i, o, outputs[i]))
       return s;
     buffers.push_back(outputs[i].data);
+    dims.insert(dims.end(), expected, expected + o.rank);
   }
-  if (int32_t rc = d->run(buffers.data())) {
+  if (int32_t rc = d->run(buffers.data(), dims.data())) {
     // CUDA models say what failed (no driver, wrong architecture, ...).
     using MessageFn = const char *(*)();
     auto message = reinterpret_cast<MessageFn>(
@@ -437,20 +550,41 @@ MCC_API mcc_status mcc_run_alloc(const mcc_model *model,
     return s;
   if (numOutputs && !outputs)
     return fail(MCC_ERROR_INVALID_ARGUMENT, "outputs array is null");
+  if (numInputs && !inputs)
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "inputs array is null");
   const MccModelDescriptor *d = model->desc;
+  // The output shapes follow from the inputs' (their checks come first).
+  mcc::rt::ShapeBinder binder(model->shapes);
+  if (mcc_status s = bindInputs(model, inputs, binder, true))
+    return s;
+  std::string error;
+  for (size_t i = 0; i < numOutputs; ++i)
+    outputs[i].data = nullptr;
   for (size_t i = 0; i < numOutputs; ++i) {
     const MccTensorDesc &o = d->outputs[i];
     outputs[i].dtype = static_cast<mcc_dtype>(o.dtype);
     outputs[i].rank = static_cast<int32_t>(o.rank);
     for (int k = 0; k < MCC_MAX_RANK; ++k)
-      outputs[i].shape[k] = k < o.rank ? o.shape[k] : 0;
-    size_t bytes = numElements(o) * mcc_dtype_size(outputs[i].dtype);
-    outputs[i].data = std::aligned_alloc(64, ((bytes + 63) / 64) * 64 + 64);
-    if (!outputs[i].data) {
+      outputs[i].shape[k] = 0;
+    mcc_status s = binder.outputShape(i, outputs[i].shape, error);
+    size_t bytes = 0;
+    if (s == MCC_OK && (!numElements(o.rank, outputs[i].shape,
+                                     mcc_dtype_size(outputs[i].dtype), bytes) ||
+                        bytes > SIZE_MAX - 128))
+      s = fail(MCC_ERROR_OUT_OF_MEMORY, "output '%s' of shape %s is too large",
+               o.name, shapeString(o.rank, outputs[i].shape).c_str());
+    else if (s != MCC_OK)
+      fail(s, "%s", error.c_str());
+    if (s == MCC_OK) {
+      outputs[i].data = std::aligned_alloc(64, ((bytes + 63) / 64) * 64 + 64);
+      if (!outputs[i].data)
+        s = fail(MCC_ERROR_OUT_OF_MEMORY, "cannot allocate output '%s'",
+                 o.name);
+    }
+    if (s != MCC_OK) {
       for (size_t k = 0; k < i; ++k)
         mcc_tensor_free_data(&outputs[k]);
-      return fail(MCC_ERROR_OUT_OF_MEMORY, "cannot allocate output '%s'",
-                  o.name);
+      return s;
     }
   }
   mcc_status s = mcc_run(model, inputs, numInputs, outputs, numOutputs);

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <random>
 
@@ -126,24 +127,42 @@ int inspectModelCommand(const std::string &modelPath) {
         mcc_model_input_info(model.get(), i, &info);
       else
         mcc_model_output_info(model.get(), i, &info);
+      // A dynamic dim shows as its symbol (inputs) or expression (outputs).
+      nlohmann::json shape = nlohmann::json::array();
+      for (int d = 0; d < info.rank; ++d)
+        if (info.dim_names[d])
+          shape.push_back(info.dim_names[d]);
+        else
+          shape.push_back(info.shape[d]);
       list.push_back({{"name", info.name},
                       {"dtype", mcc_dtype_name(info.dtype)},
-                      {"shape", std::vector<int64_t>(info.shape,
-                                                     info.shape + info.rank)}});
+                      {"shape", shape}});
     }
     return list;
   };
+  nlohmann::json symbols = nlohmann::json::array();
+  for (size_t k = 0; k < mcc_model_num_symbols(model.get()); ++k) {
+    const char *name = nullptr;
+    int64_t lo = 0, hi = 0;
+    mcc_model_symbol_info(model.get(), k, &name, &lo, &hi);
+    nlohmann::json sym = {{"name", name}, {"min", lo}};
+    // Unbounded above: null rather than INT64_MAX.
+    sym["max"] = hi == INT64_MAX ? nlohmann::json() : nlohmann::json(hi);
+    symbols.push_back(sym);
+  }
   nlohmann::json j = {{"path", modelPath},
                       {"target", mcc_model_target(model.get())},
                       {"arch", mcc_model_arch(model.get())},
                       {"inputs", describe(true)},
-                      {"outputs", describe(false)}};
+                      {"outputs", describe(false)},
+                      {"symbols", symbols}};
   std::cout << j.dump(2) << std::endl;
   return 0;
 }
 
 int benchModelCommand(const std::string &modelPath, const std::string &input,
-                      int warmup, int iterations, int numThreads, bool json) {
+                      const std::map<std::string, int64_t> &dims, int warmup,
+                      int iterations, int numThreads, bool json) {
   if (iterations < 1 || warmup < 0)
     return report("--iterations must be >= 1 and --warmup >= 0");
   ModelPtr model;
@@ -162,16 +181,64 @@ int benchModelCommand(const std::string &modelPath, const std::string &input,
   }
   std::string error;
   if (!input.empty()) {
+    if (!dims.empty())
+      return report("--dim sizes generated inputs; with --input the inputs' "
+                    "shapes decide");
     if (!readRunInputs(input, names, inputs, error))
       return report(error);
     acceptBitPatterns(model.get(), inputs);
   } else {
+    // Generated inputs take their dynamic dims from --dim SYMBOL=N.
+    std::string symbolList;
+    std::map<std::string, bool> known;
+    for (size_t k = 0; k < mcc_model_num_symbols(model.get()); ++k) {
+      const char *name = nullptr;
+      mcc_model_symbol_info(model.get(), k, &name, nullptr, nullptr);
+      known[name] = true;
+      symbolList += (symbolList.empty() ? "" : ", ") + std::string(name);
+    }
+    for (const auto &[name, value] : dims) {
+      if (!known.count(name))
+        return report(
+            "--dim " + name + ": the model has no symbol '" + name + "'" +
+            (symbolList.empty() ? " (its shapes are static)"
+                                : " (its symbols: " + symbolList + ")"));
+      if (value < 0)
+        return report("--dim " + name + "=" + std::to_string(value) +
+                      ": a size cannot be negative");
+    }
     std::mt19937 rng(1234);
     for (size_t i = 0; i < nin; ++i) {
       HostTensor t;
       t.name = infos[i].name;
       t.dtype = infos[i].dtype;
       t.shape.assign(infos[i].shape, infos[i].shape + infos[i].rank);
+      for (int d = 0; d < infos[i].rank; ++d) {
+        if (!infos[i].dim_names[d])
+          continue;
+        auto it = dims.find(infos[i].dim_names[d]);
+        if (it == dims.end())
+          return report("input '" + t.name + "' axis " + std::to_string(d) +
+                        " is dynamic ('" + infos[i].dim_names[d] +
+                        "'); choose its size with --dim " +
+                        infos[i].dim_names[d] + "=N");
+        t.shape[d] = it->second;
+      }
+      inputs.push_back(std::move(t));
+    }
+    // Bounds and agreement are checked before any memory is filled.
+    std::vector<mcc_tensor> shapes(nin);
+    for (size_t i = 0; i < nin; ++i) {
+      shapes[i].dtype = inputs[i].dtype;
+      shapes[i].rank = static_cast<int32_t>(inputs[i].shape.size());
+      std::copy(inputs[i].shape.begin(), inputs[i].shape.end(),
+                shapes[i].shape);
+    }
+    std::vector<mcc_tensor_info> outInfos(nout);
+    if (mcc_model_output_shapes(model.get(), shapes.data(), nin,
+                                outInfos.data(), nout) != MCC_OK)
+      return report(mcc_last_error());
+    for (HostTensor &t : inputs) {
       size_t n = t.numElements(), es = mcc_dtype_size(t.dtype);
       t.data.assign(n * es, 0);
       for (size_t k = 0; k < n; ++k) {
@@ -189,7 +256,6 @@ int benchModelCommand(const std::string &modelPath, const std::string &input,
           std::memcpy(p, &v, std::min<size_t>(es, 8));
         }
       }
-      inputs.push_back(std::move(t));
     }
   }
   std::vector<mcc_tensor> in(nin), out(nout);
@@ -201,9 +267,13 @@ int benchModelCommand(const std::string &modelPath, const std::string &input,
     for (size_t d = 0; d < inputs[i].shape.size() && d < MCC_MAX_RANK; ++d)
       in[i].shape[d] = inputs[i].shape[d];
   }
+  // Output shapes follow from the inputs' (and fail as a run would).
+  std::vector<mcc_tensor_info> outInfos(nout);
+  if (mcc_model_output_shapes(model.get(), in.data(), nin, outInfos.data(),
+                              nout) != MCC_OK)
+    return report(mcc_last_error());
   for (size_t i = 0; i < nout; ++i) {
-    mcc_tensor_info info;
-    mcc_model_output_info(model.get(), i, &info);
+    const mcc_tensor_info &info = outInfos[i];
     size_t n = 1;
     for (int d = 0; d < info.rank; ++d)
       n *= info.shape[d];

@@ -5,6 +5,7 @@ Pure Python: ctypes + numpy; torch is optional.
     import mcc
     model = mcc.load("model.so")              # a library written by `mcc compile`
     print(model.inputs, model.outputs)        # [TensorInfo(name, dtype, shape), ...]
+    print(model.symbols)                      # [Symbol(name, min, max), ...] of dynamic dims
     out = model(pixel_values=x)               # or model(x), or model.run({"pixel_values": x})
     logits = out["logits"]                    # always a dict: output name -> array
 
@@ -15,7 +16,14 @@ float32 input is passed as float64, and the runtime rejects it with a dtype
 error. Names, shapes and dtypes are checked by the C runtime; its message
 (mcc_last_error) is the text of the MccError raised.
 
-Outputs are numpy arrays allocated before the call and filled by mcc_run.
+A model compiled with dynamic dims (docs/design/0010) shows each dynamic
+dim in TensorInfo.shape by name: the symbol for an input dim ('batch'), the
+expression for an output dim ('batch * 128'). Runs take any input shapes
+the symbols' bounds allow; the runtime checks that inputs agree on each
+symbol, and model.output_shapes(feeds) says what the outputs will be.
+
+Outputs are numpy arrays allocated before the call (for the shapes these
+inputs give) and filled by mcc_run.
 When any input was a torch tensor the outputs are torch tensors sharing that
 memory (torch.from_numpy), on the CPU. For a cuda model whose inputs are all
 CUDA tensors on one device, inputs and outputs stay on the GPU: the run
@@ -33,7 +41,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["MccError", "TensorInfo", "Model", "Runtime", "load", "set_num_threads", "find_runtime"]
+__all__ = ["MccError", "TensorInfo", "Symbol", "Model", "Runtime", "load", "set_num_threads", "find_runtime"]
 
 MCC_MAX_RANK = 8
 
@@ -83,16 +91,24 @@ class MccError(RuntimeError):
 
 
 TensorInfo = namedtuple("TensorInfo", ["name", "dtype", "shape"])
-TensorInfo.__doc__ = "An input or output of a model: name (str), dtype (numpy dtype), shape (tuple of int)."
+TensorInfo.__doc__ = ("An input or output of a model: name (str), dtype (numpy dtype), shape (tuple: an int "
+                      "per static dim, the symbol or expression (str) per dynamic dim).")
+
+Symbol = namedtuple("Symbol", ["name", "min", "max"])
+Symbol.__doc__ = "A symbol of a model's dynamic dims with its bounds: name, min, max (None when unbounded)."
+
+INT64_MAX = 2**63 - 1
 
 
 class CTensorInfo(ctypes.Structure):
-    # const char* name; mcc_dtype (C int) dtype; int32 rank; int64 shape[8]
+    # const char* name; mcc_dtype (C int) dtype; int32 rank; int64 shape[8];
+    # const char* dim_names[8]
     _fields_ = [
         ("name", ctypes.c_char_p),
         ("dtype", ctypes.c_int),
         ("rank", ctypes.c_int32),
         ("shape", ctypes.c_int64 * MCC_MAX_RANK),
+        ("dim_names", ctypes.c_char_p * MCC_MAX_RANK),
     ]
 
 
@@ -106,7 +122,7 @@ class CTensor(ctypes.Structure):
     ]
 
 
-assert ctypes.sizeof(CTensorInfo) == 80 and CTensorInfo.shape.offset == 16
+assert ctypes.sizeof(CTensorInfo) == 144 and CTensorInfo.shape.offset == 16 and CTensorInfo.dim_names.offset == 80
 assert ctypes.sizeof(CTensor) == 80 and CTensor.shape.offset == 16
 
 
@@ -141,6 +157,14 @@ class Runtime:
         for fn in (lib.mcc_model_input_info, lib.mcc_model_output_info):
             fn.restype = ctypes.c_int
             fn.argtypes = [P, ctypes.c_size_t, ctypes.POINTER(CTensorInfo)]
+        lib.mcc_model_num_symbols.restype = ctypes.c_size_t
+        lib.mcc_model_num_symbols.argtypes = [P]
+        lib.mcc_model_symbol_info.restype = ctypes.c_int
+        lib.mcc_model_symbol_info.argtypes = [P, ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p),
+                                              ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)]
+        lib.mcc_model_output_shapes.restype = ctypes.c_int
+        lib.mcc_model_output_shapes.argtypes = [P, ctypes.POINTER(CTensor), ctypes.c_size_t,
+                                                ctypes.POINTER(CTensorInfo), ctypes.c_size_t]
         lib.mcc_set_num_threads.restype = ctypes.c_int
         lib.mcc_set_num_threads.argtypes = [ctypes.c_int]
         for fn in (lib.mcc_run, lib.mcc_run_alloc):
@@ -274,13 +298,29 @@ class Model:
                     for i in range(lib.mcc_model_num_inputs(handle))]
         self._out = [self._info(lib.mcc_model_output_info, i)
                      for i in range(lib.mcc_model_num_outputs(handle))]
-        self.inputs = [TensorInfo(n, DTYPES.get(c), s) for n, c, s in self._in]
-        self.outputs = [TensorInfo(n, DTYPES.get(c), s) for n, c, s in self._out]
+        names = [self._dim_names(lib.mcc_model_input_info, i) for i in range(len(self._in))]
+        self.inputs = [TensorInfo(n, DTYPES.get(c), k) for (n, c, _), k in zip(self._in, names)]
+        names = [self._dim_names(lib.mcc_model_output_info, i) for i in range(len(self._out))]
+        self.outputs = [TensorInfo(n, DTYPES.get(c), k) for (n, c, _), k in zip(self._out, names)]
+        self.symbols = []
+        for k in range(lib.mcc_model_num_symbols(handle)):
+            name, lo, hi = ctypes.c_char_p(), ctypes.c_int64(), ctypes.c_int64()
+            rt.check(lib.mcc_model_symbol_info(handle, k, ctypes.byref(name), ctypes.byref(lo), ctypes.byref(hi)))
+            self.symbols.append(Symbol(name.value.decode(), lo.value, None if hi.value == INT64_MAX else hi.value))
+        # Outputs are sized per call from the inputs when any dim is dynamic.
+        self._dynamic = any(d < 0 for _, _, shape in self._out for d in shape)
 
     def _info(self, fn, i):
         info = CTensorInfo()
         self.runtime.check(fn(self._handle, i, ctypes.byref(info)))
         return (info.name.decode(), info.dtype, tuple(info.shape[d] for d in range(info.rank)))
+
+    def _dim_names(self, fn, i):
+        """The shape with each dynamic dim as its symbol or expression."""
+        info = CTensorInfo()
+        self.runtime.check(fn(self._handle, i, ctypes.byref(info)))
+        return tuple(info.dim_names[d].decode() if info.dim_names[d] else info.shape[d]
+                     for d in range(info.rank))
 
     # -- lifetime ---------------------------------------------------------
     def close(self):
@@ -302,7 +342,8 @@ class Model:
             pass
 
     def __repr__(self):
-        sig = lambda ts: ", ".join(f"{t.name}: {t.dtype}{list(t.shape)}" for t in ts)
+        dims = lambda shape: "[" + ", ".join(str(d) for d in shape) + "]"
+        sig = lambda ts: ", ".join(f"{t.name}: {t.dtype}{dims(t.shape)}" for t in ts)
         return f"<mcc.Model {self.path!r} {self.target}/{self.arch} ({sig(self.inputs)}) -> ({sig(self.outputs)})>"
 
     def _live(self):
@@ -371,7 +412,7 @@ class Model:
         """Binds inputs and preallocated outputs once for repeated runs.
 
         feeds: a mapping name -> array. out_shapes: optional name -> shape
-        for outputs whose shape the model leaves dynamic. Returns
+        for dynamic outputs (default: the shapes these feeds give). Returns
         (call, outputs): call() runs the model into the arrays of the dict
         `outputs` (raising MccError on failure); the bound input arrays and
         outputs are kept alive by call."""
@@ -379,6 +420,8 @@ class Model:
         values = self._feeds((), dict(feeds))
         device = self._on_device(values)
         ins, keep, _ = self._input_structs(values, device)
+        if self._dynamic and out_shapes is None:
+            out_shapes = self._output_shapes(ins)
         outs, out_arrays = self._output_structs(out_shapes, device)
         if outs is None:
             raise MccError("an output has a dynamic shape; pass its shape in out_shapes")
@@ -418,6 +461,27 @@ class Model:
             _fill(outs[i], arr, code, f"output {i} ('{name}')")
         return outs, arrays
 
+    def _output_shapes(self, ins):
+        """{output name: shape} for the input structs `ins` (checked as a run
+        would check them)."""
+        n = len(self._out)
+        infos = (CTensorInfo * max(1, n))()
+        self.runtime.check(self.runtime.lib.mcc_model_output_shapes(
+            self._live(), ins, len(self._in), infos, n))
+        return {name: tuple(infos[i].shape[d] for d in range(infos[i].rank))
+                for i, (name, _, _) in enumerate(self._out)}
+
+    def output_shapes(self, feeds):
+        """The output shapes a run on `feeds` (name -> array, or anything
+        with .shape and .dtype) would give: {output name: tuple of int}.
+        Raises MccError for inputs a run would refuse (inconsistent or out
+        of bounds dynamic dims, wrong ranks or dtypes)."""
+        values = self._feeds((), dict(feeds))
+        ins, keep, _ = self._input_structs(values)
+        shapes = self._output_shapes(ins)
+        del keep
+        return shapes
+
     def run(self, feeds):
         """Runs on a mapping input name -> array; returns {output name: array}."""
         if not isinstance(feeds, Mapping):
@@ -433,7 +497,10 @@ class Model:
         lib, rt = self.runtime.lib, self.runtime
         device = self._on_device(values)
         ins, keep, any_torch = self._input_structs(values, device)
-        outs, arrays = self._output_structs(device=device)
+        # Dynamic outputs: sized for these inputs (a bad input fails here,
+        # with the same message the run would give).
+        shapes = self._output_shapes(ins) if self._dynamic else None
+        outs, arrays = self._output_structs(shapes, device=device)
         if device is not None and outs is None:
             raise MccError("CUDA tensors in and out need static output shapes")
         if outs is not None:

@@ -288,14 +288,71 @@ class LoaderTest(unittest.TestCase):
             self.check_outputs({k: v.numpy() for k, v in out.items()}, ref)
 
 
+class DynamicLoaderTest(unittest.TestCase):
+    """A hand-written ABI v2 library with dynamic dims (test/unit/fake/
+    dynamic_model.c): a [batch, 4], b [batch, seq] -> cat = concat(b, a)
+    [batch, seq + 4] and half = arange [(seq + 1) floordiv 2]; batch 1..16."""
+
+    def setUp(self):
+        if not ARGS.fake_dynamic:
+            self.skipTest("no --fake-dynamic model given")
+        self.m = mcc.load(ARGS.fake_dynamic, runtime=ARGS.runtime)
+        self.addCleanup(self.m.close)
+
+    @staticmethod
+    def feeds(batch, seq):
+        rng = np.random.default_rng(batch * 100 + seq)
+        return {"a": rng.standard_normal((batch, 4), dtype=np.float32),
+                "b": rng.standard_normal((batch, seq), dtype=np.float32)}
+
+    def test_signature_names_dynamic_dims(self):
+        m = self.m
+        self.assertEqual([t.shape for t in m.inputs], [("batch", 4), ("batch", "seq")])
+        self.assertEqual([t.shape for t in m.outputs], [("batch", "seq + 4"), ("(seq + 1) floordiv 2",)])
+        self.assertEqual(m.symbols, [mcc.Symbol("batch", 1, 16), mcc.Symbol("seq", 1, None)])
+        self.assertIn("a: float32[batch, 4]", repr(m))
+
+    def test_runs_at_several_sizes(self):
+        for batch in (1, 3, 16):
+            for seq in (1, 8, 17):
+                f = self.feeds(batch, seq)
+                self.assertEqual(self.m.output_shapes(f), {"cat": (batch, seq + 4), "half": ((seq + 1) // 2,)})
+                out = self.m(**f)
+                np.testing.assert_array_equal(out["cat"], np.concatenate([f["b"], f["a"]], axis=1))
+                np.testing.assert_array_equal(out["half"], np.arange((seq + 1) // 2))
+        call, outs = self.m.prepare(self.feeds(2, 5))
+        call()
+        self.assertEqual(outs["cat"].shape, (2, 9))
+
+    def test_inconsistent_and_out_of_bounds_dims(self):
+        f = self.feeds(2, 5)
+        f["b"] = f["b"][:1]
+        with self.assertRaises(mcc.MccError) as cm:
+            self.m(**f)
+        self.assertEqual(str(cm.exception), "input 'b' axis 0 ('batch') is 1, but input 'a' set 'batch' to 2")
+        with self.assertRaises(mcc.MccError) as cm:
+            self.m(**self.feeds(17, 3))
+        self.assertEqual(str(cm.exception), "input 'a' axis 0 ('batch') is 17, above its bound 16")
+        with self.assertRaises(mcc.MccError) as cm:
+            self.m.output_shapes(self.feeds(0, 3))
+        self.assertIn("below its bound 1", str(cm.exception))
+        with self.assertRaises(mcc.MccError) as cm:
+            self.m(a=np.zeros((2, 4), np.float32), b=np.zeros((2, 3, 1), np.float32))
+        self.assertIn("the model expects [batch,seq]", str(cm.exception))
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mcc", default=os.path.join(ROOT, "build/tools/mcc/mcc"))
     ap.add_argument("--runtime", default=os.path.join(ROOT, "build/lib/Runtime/libmccrt.so"))
     ap.add_argument("--models", default=os.path.join(ROOT, "models"))
+    ap.add_argument("--fake-dynamic", default=os.path.join(ROOT, "build/test/unit/libmcc_fake_dynamic_model.so"),
+                    help="the hand-written dynamic-shape model library (test/unit/fake)")
     ARGS, rest = ap.parse_known_args()
     ARGS.mcc, ARGS.runtime, ARGS.models = (os.path.abspath(p) for p in (ARGS.mcc, ARGS.runtime, ARGS.models))
+    if not os.path.exists(ARGS.fake_dynamic):
+        ARGS.fake_dynamic = None
     unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
 
 

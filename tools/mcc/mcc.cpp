@@ -178,7 +178,8 @@ int main(int argc, char **argv) {
   compile->add_option("--target", target, "cpu")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   compile->add_option("--shape", shapes,
-                      "Pin an input's shape: NAME=2x16 (repeatable)");
+                      "An input's shape: NAME=2x16 pins it, NAME=1..64x? "
+                      "leaves dims dynamic (bounded, free) (repeatable)");
   compile->add_option("--const-input", constInputs,
                       "Freeze an input to a value: NAME=FILE.npy|FILE.pb or "
                       "NAME=INT,INT,... (repeatable)");
@@ -227,6 +228,10 @@ int main(int argc, char **argv) {
   bench->add_option("--iterations", iterations, "Timed runs (default 100)");
   bench->add_option("--threads", threads, "Threads per run (cpu)");
   bench->add_flag("--json", benchJson, "Print the result as JSON");
+  std::vector<std::string> benchDims;
+  bench->add_option("--dim", benchDims,
+                    "Size of a dynamic dim of the generated inputs: "
+                    "SYMBOL=N (repeatable; see mcc inspect's symbols)");
 
   auto *inspect =
       app.add_subcommand("inspect", "Print a model's signature as JSON");
@@ -244,9 +249,20 @@ int main(int argc, char **argv) {
     return mcc::runModelCommand(input, runInput, runOutput, threads);
   if (inspect->parsed())
     return mcc::inspectModelCommand(input);
-  if (bench->parsed())
-    return mcc::benchModelCommand(input, benchInput, warmup, iterations,
+  if (bench->parsed()) {
+    std::map<std::string, int64_t> dims;
+    static const std::regex dimSpec("(.+)=([0-9]{1,18})");
+    for (const std::string &spec : benchDims) {
+      std::smatch m;
+      if (!std::regex_match(spec, m, dimSpec)) {
+        spdlog::error("--dim '{}': expected SYMBOL=N", spec);
+        return 1;
+      }
+      dims[m[1]] = std::stoll(m[2]);
+    }
+    return mcc::benchModelCommand(input, benchInput, dims, warmup, iterations,
                                   threads, benchJson);
+  }
 
   mcc::CompileOptions options;
   options.target = target;

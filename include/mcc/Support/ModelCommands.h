@@ -7,6 +7,8 @@
 #ifndef MCC_SUPPORT_MODELCOMMANDS_H
 #define MCC_SUPPORT_MODELCOMMANDS_H
 
+#include <cstdint>
+#include <map>
 #include <string>
 
 namespace mcc {
@@ -17,9 +19,11 @@ int inspectModelCommand(const std::string &modelPath);
 
 /// Times `iterations` runs after `warmup` and prints p50/p90/p99/mean.
 /// Inputs come from `input` (.npz or test-data folder) or, if empty, are
-/// generated from a fixed seed (floats in [-1, 1), integers in [0, 10)).
+/// generated from a fixed seed (floats in [-1, 1), integers in [0, 10)),
+/// their dynamic dims sized by `dims` (symbol name -> value, from --dim).
 int benchModelCommand(const std::string &modelPath, const std::string &input,
-                      int warmup, int iterations, int numThreads, bool json);
+                      const std::map<std::string, int64_t> &dims, int warmup,
+                      int iterations, int numThreads, bool json);
 
 } // namespace mcc
 

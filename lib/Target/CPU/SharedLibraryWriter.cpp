@@ -2,14 +2,17 @@
 //
 // After translation to LLVM IR the module gets three things the runtime
 // relies on (include/mcc/ModelABI.h): the weight blob as one aligned
-// constant, `mcc_model_run(void **buffers)` which expands each buffer into
-// the memref descriptor @forward takes, and the exported descriptor. It is
+// constant, `mcc_model_run(void **buffers, const int64_t *dims)` which
+// expands each buffer into the memref descriptor @forward takes (sizes and
+// strides from `dims` where a dim is dynamic, constants elsewhere), and the
+// exported descriptor. It is
 // then optimized for the chosen CPU, emitted as an object and linked into a
 // shared library next to the output, renamed into place last.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mcc/Target/CPU/SharedLibraryWriter.h"
+#include "ShapeBinding.h"
 #include "mcc/ModelABI.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -114,21 +117,35 @@ llvm::Constant *tensorDescs(llvm::Module &m,
   llvm::LLVMContext &ctx = m.getContext();
   auto *ptrTy = llvm::PointerType::getUnqual(ctx);
   auto *i64 = llvm::Type::getInt64Ty(ctx);
-  auto *descTy = llvm::StructType::get(ctx, {ptrTy, i64, i64, ptrTy});
+  auto *descTy = llvm::StructType::get(ctx, {ptrTy, i64, i64, ptrTy, ptrTy});
+  auto *null = llvm::ConstantPointerNull::get(ptrTy);
   std::vector<llvm::Constant *> descs;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorSignature &t = tensors[i];
     std::vector<uint64_t> dims(t.shape.begin(), t.shape.end());
     llvm::Constant *shape =
         dims.empty()
-            ? static_cast<llvm::Constant *>(
-                  llvm::ConstantPointerNull::get(ptrTy))
+            ? static_cast<llvm::Constant *>(null)
             : constantGlobal(m, llvm::ConstantDataArray::get(ctx, dims),
                              prefix + ".shape." + llvm::Twine(i));
+    // dim_exprs: NULL for a static tensor, else one string (or NULL) a dim.
+    llvm::Constant *exprs = null;
+    if (!t.dimExprs.empty()) {
+      std::vector<llvm::Constant *> strs;
+      for (size_t d = 0; d < t.dimExprs.size(); ++d)
+        strs.push_back(t.dimExprs[d].empty()
+                           ? static_cast<llvm::Constant *>(null)
+                           : stringGlobal(m, t.dimExprs[d],
+                                          prefix + ".dim." + llvm::Twine(i) +
+                                              "." + llvm::Twine(d)));
+      auto *arrTy = llvm::ArrayType::get(ptrTy, strs.size());
+      exprs = constantGlobal(m, llvm::ConstantArray::get(arrTy, strs),
+                             prefix + ".dims." + llvm::Twine(i));
+    }
     descs.push_back(llvm::ConstantStruct::get(
         descTy, {stringGlobal(m, t.name, prefix + ".name." + llvm::Twine(i)),
                  llvm::ConstantInt::get(i64, t.dtype),
-                 llvm::ConstantInt::get(i64, t.shape.size()), shape}));
+                 llvm::ConstantInt::get(i64, t.shape.size()), shape, exprs}));
   }
   if (descs.empty())
     return llvm::ConstantPointerNull::get(ptrTy);
@@ -188,10 +205,19 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
     blob = g;
   }
 
-  // mcc_model_run(void **buffers): inputs, then outputs. On CUDA the body
-  // runs on device buffers (forward_entry) inside mcc_cuda_run, which
-  // stages host buffers and uploads the weights once.
-  auto *runTy = llvm::FunctionType::get(i32, {ptrTy}, false);
+  // mcc_model_run(void **buffers, const int64_t *dims): inputs, then
+  // outputs. On CUDA the body runs on device buffers (forward_entry) inside
+  // mcc_cuda_run, which stages host buffers and uploads the weights once;
+  // its shapes are static (compileOnnxModel refuses dynamic ones).
+  auto isDynamic = [](const TensorSignature &t) {
+    return llvm::any_of(t.shape, [](int64_t d) { return d < 0; });
+  };
+  bool dynamic = llvm::any_of(model.inputs, isDynamic) ||
+                 llvm::any_of(model.outputs, isDynamic);
+  if (cuda && dynamic)
+    return emitError(loc) << "dynamic dims on --target cuda are not "
+                             "supported yet; pin them with --shape NAME=...";
+  auto *runTy = llvm::FunctionType::get(i32, {ptrTy, ptrTy}, false);
   auto *run = llvm::Function::Create(runTy, llvm::GlobalValue::InternalLinkage,
                                      "mcc_model_run", m);
   llvm::Function *bodyFn = run;
@@ -225,34 +251,53 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
   };
   llvm::Value *cpuWeights = cuda ? nullptr : hostWeights(b, run);
   std::vector<llvm::Value *> args;
-  auto pushMemref = [&](llvm::Value *ptr, const std::vector<int64_t> &shape) {
+  // A dynamic dim is read from dims[dimsIndex + axis]; static dims and the
+  // strides they make stay constants (IRBuilder folds them), so a static
+  // model's code is what it was before dims existed.
+  llvm::Value *dimsArg = cuda ? nullptr : run->getArg(1);
+  auto pushMemref = [&](llvm::Value *ptr, const std::vector<int64_t> &shape,
+                        int64_t dimsIndex) {
     args.push_back(ptr);
     args.push_back(ptr);
     args.push_back(b.getInt64(0));
-    for (int64_t d : shape)
-      args.push_back(b.getInt64(d));
-    int64_t stride = 1;
-    std::vector<int64_t> strides(shape.size());
-    for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
-      strides[i] = stride;
-      stride *= shape[i];
+    std::vector<llvm::Value *> sizes;
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] >= 0) {
+        sizes.push_back(b.getInt64(shape[d]));
+        continue;
+      }
+      llvm::Value *slot = b.CreateConstGEP1_64(i64, dimsArg, dimsIndex + d);
+      sizes.push_back(b.CreateLoad(i64, slot, "dim"));
     }
-    for (int64_t s : strides)
-      args.push_back(b.getInt64(s));
+    args.insert(args.end(), sizes.begin(), sizes.end());
+    llvm::Value *stride = b.getInt64(1);
+    std::vector<llvm::Value *> strides(shape.size());
+    for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+      strides[d] = stride;
+      stride = b.CreateMul(stride, sizes[d], "", /*HasNUW=*/true,
+                           /*HasNSW=*/true);
+    }
+    args.insert(args.end(), strides.begin(), strides.end());
   };
   size_t nin = model.inputs.size();
+  int64_t dimsIndex = 0;
   for (size_t i = 0; i < nin; ++i) {
     llvm::Value *slot = b.CreateConstGEP1_64(ptrTy, buffers, i);
-    pushMemref(b.CreateLoad(ptrTy, slot), model.inputs[i].shape);
+    pushMemref(b.CreateLoad(ptrTy, slot), model.inputs[i].shape, dimsIndex);
+    dimsIndex += model.inputs[i].shape.size();
   }
   for (const WeightRecord &w : model.weights) {
     llvm::Value *base = cuda ? deviceWeights : cpuWeights;
     llvm::Value *p = b.CreateConstGEP1_64(b.getInt8Ty(), base, w.offset);
-    pushMemref(p, w.shape);
+    if (llvm::any_of(w.shape, [](int64_t d) { return d < 0; }))
+      return emitError(loc)
+             << "internal error: weight '" << w.name << "' has a dynamic dim";
+    pushMemref(p, w.shape, 0);
   }
   for (size_t i = 0; i < model.outputs.size(); ++i) {
     llvm::Value *slot = b.CreateConstGEP1_64(ptrTy, buffers, nin + i);
-    pushMemref(b.CreateLoad(ptrTy, slot), model.outputs[i].shape);
+    pushMemref(b.CreateLoad(ptrTy, slot), model.outputs[i].shape, dimsIndex);
+    dimsIndex += model.outputs[i].shape.size();
   }
   if (args.size() != forward->arg_size())
     return emitError(loc) << "internal error: @forward takes "
@@ -308,9 +353,28 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
     rb.CreateRet(rc);
   }
 
+  // The symbols (MccSymbolDesc {name, lo, hi}).
+  llvm::Constant *symbols = llvm::ConstantPointerNull::get(ptrTy);
+  if (!model.symbols.empty()) {
+    auto *symTy = llvm::StructType::get(ctx, {ptrTy, i64, i64});
+    std::vector<llvm::Constant *> syms;
+    for (size_t k = 0; k < model.symbols.size(); ++k) {
+      const SymbolInfo &s = model.symbols[k];
+      syms.push_back(llvm::ConstantStruct::get(
+          symTy, {stringGlobal(m, s.name, "mcc.symbol.name." + llvm::Twine(k)),
+                  llvm::ConstantInt::get(i64, s.lo),
+                  llvm::ConstantInt::get(i64, s.hi)}));
+    }
+    symbols =
+        constantGlobal(m,
+                       llvm::ConstantArray::get(
+                           llvm::ArrayType::get(symTy, syms.size()), syms),
+                       "mcc.symbols");
+  }
+
   // The descriptor (field order fixed by MccModelDescriptor).
   auto *descTy = llvm::StructType::get(
-      ctx, {i64, ptrTy, ptrTy, i64, ptrTy, i64, ptrTy, i64, ptrTy});
+      ctx, {i64, ptrTy, ptrTy, i64, ptrTy, i64, ptrTy, i64, ptrTy, i64, ptrTy});
   llvm::Constant *desc = llvm::ConstantStruct::get(
       descTy,
       {llvm::ConstantInt::get(i64, MCC_ABI_VERSION),
@@ -319,7 +383,8 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
        tensorDescs(m, model.inputs, "mcc.inputs"),
        llvm::ConstantInt::get(i64, model.outputs.size()),
        tensorDescs(m, model.outputs, "mcc.outputs"),
-       llvm::ConstantInt::get(i64, model.weightBlob.size()), run});
+       llvm::ConstantInt::get(i64, model.weightBlob.size()), run,
+       llvm::ConstantInt::get(i64, model.symbols.size()), symbols});
   auto *descGlobal = constantGlobal(m, desc, "mcc.descriptor");
   auto *getTy = llvm::FunctionType::get(ptrTy, {}, false);
   auto *get = llvm::Function::Create(getTy, llvm::GlobalValue::ExternalLinkage,
@@ -331,6 +396,62 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
 }
 
 } // namespace
+
+LogicalResult checkModelSignature(const ImportedModel &model, bool cuda,
+                                  Location loc) {
+  std::vector<std::string> names;
+  for (const SymbolInfo &s : model.symbols) {
+    if (s.lo < 0 || s.hi < s.lo)
+      return emitError(loc) << "symbol '" << s.name << "' has empty bounds "
+                            << s.lo << ".." << s.hi;
+    names.push_back(s.name);
+  }
+  std::vector<std::string> dynamicDims;
+  auto check = [&](const TensorSignature &t, bool input) -> LogicalResult {
+    const char *role = input ? "input" : "output";
+    if (!t.dimExprs.empty() && t.dimExprs.size() != t.shape.size())
+      return emitError(loc) << "internal error: " << role << " '" << t.name
+                            << "' has " << t.dimExprs.size()
+                            << " dim expressions for rank " << t.shape.size();
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      llvm::StringRef expr = t.dimExprs.empty() ? "" : t.dimExprs[d];
+      if ((t.shape[d] == -1) != !expr.empty() || t.shape[d] < -1)
+        return emitError(loc)
+               << "internal error: " << role << " '" << t.name << "' axis " << d
+               << " is " << t.shape[d] << " with expression '" << expr << "'";
+      if (expr.empty())
+        continue;
+      rt::DimExpr parsed;
+      std::string error;
+      if (!rt::DimExpr::parse(expr, model.symbols.size(), parsed, error))
+        return emitError(loc) << "internal error: " << role << " '" << t.name
+                              << "' axis " << d << ": " << error;
+      if (input && parsed.singleSymbol() < 0)
+        return emitError(loc)
+               << "internal error: input '" << t.name << "' axis " << d
+               << " is '" << expr << "', not a single symbol";
+      dynamicDims.push_back(std::string(role) + " '" + t.name + "' axis " +
+                            std::to_string(d) + " (" + parsed.render(names) +
+                            ")");
+    }
+    return success();
+  };
+  for (const TensorSignature &t : model.inputs)
+    if (failed(check(t, true)))
+      return failure();
+  for (const TensorSignature &t : model.outputs)
+    if (failed(check(t, false)))
+      return failure();
+  if (cuda && !dynamicDims.empty()) {
+    InFlightDiagnostic diag =
+        emitError(loc) << "dynamic dims on --target cuda are not supported "
+                          "yet; pin them with --shape NAME=...";
+    for (const std::string &d : dynamicDims)
+      diag.attachNote() << d << " is dynamic";
+    return failure();
+  }
+  return success();
+}
 
 LogicalResult checkCpuName(llvm::StringRef cpu, Location loc) {
   if (cpu.empty())

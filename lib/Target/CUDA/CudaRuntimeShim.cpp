@@ -541,7 +541,9 @@ bool captureGraph(RunContext &ctx, BodyFn body, void **devices,
 
 /// hostBuffers: inputs then outputs, in host memory or (CUDA tensors passed
 /// through the C API) device memory of the primary context; bytes: the size
-/// of each. The first run of a thread launches
+/// of each, fixed per model (mcc.buffer_bytes): the buffers are allocated
+/// once, so a model with dynamic dims is refused for cuda at compile time
+/// (checkModelSignature, docs/design/0010). The first run of a thread launches
 /// directly (and warms up cuBLAS); the second captures the run as a CUDA
 /// graph, which later runs replay (MCC_CUDA_GRAPHS=0 turns this off).
 SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
