@@ -93,9 +93,11 @@ SmallVector<OpFoldResult> chooseTileSizes(OpBuilder &b, linalg::LinalgOp op,
 
 /// What a dynamic dim of a matrix product is taken to be when choosing its
 /// tiles: rows (batch * sequence) and columns (a sequence) of about one
-/// full-height tile, and a batch (batch * heads) of a few.
+/// full-height tile, and a batch of one (one image through per-image
+/// convolution products), so that a batch of one still splits into
+/// threads; a larger batch then only adds tiles.
 constexpr int64_t kAssumedDynamicRows = 64, kAssumedDynamicCols = 256,
-                  kAssumedDynamicBatch = 8;
+                  kAssumedDynamicBatch = 1;
 
 /// Matrix products tile over (batch, m, n). Every tile packs the B panels it
 /// reads, so m stays whole up to 256 rows (one packing of B in total) and

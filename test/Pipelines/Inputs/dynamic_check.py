@@ -78,6 +78,8 @@ def main():
     p.add_argument("--case", action="append", required=True,
                    help="shapes of the dynamic args, comma-separated")
     p.add_argument("--tol", type=float, default=1e-4)
+    p.add_argument("--repeat", type=int, default=0,
+                   help="time this many calls of each (needs runner utils)")
     p.add_argument("--forward-out", required=True)
     p.add_argument("--main-out", required=True)
     a = p.parse_args()
@@ -109,10 +111,10 @@ def main():
     with open(a.forward_out, "w") as f:
         f.write("\n".join(out))
     with open(a.main_out, "w") as f:
-        f.write(main_module(args, results, a.case, a.tol))
+        f.write(main_module(args, results, a.case, a.tol, a.repeat))
 
 
-def main_module(args, results, cases, tol):
+def main_module(args, results, cases, tol, repeat=0):
     """@main on buffers, lowered apart from @forward (which the pipeline
     turns into a function of input and output buffers) and linked to it."""
     m = []
@@ -177,8 +179,23 @@ def main_module(args, results, cases, tol):
             outs_ = outs_dyn if name == "forward" else outs_static
             operands = ins_ + [(c, t) for _, _, c, t in outs_]
             decls[name] = ", ".join(t for _, t in operands)
-            m.append(f"  call @{name}({', '.join(v for v, _ in operands)}) : "
-                     f"({decls[name]}) -> ()")
+            call = (f"func.call @{name}({', '.join(v for v, _ in operands)}) : "
+                    f"({decls[name]}) -> ()")
+            if repeat:
+                # Timing (not for lit): a warm-up call, then `repeat` calls.
+                t0, t1, dt = fresh(), fresh(), fresh()
+                m.append(f"  {call}")
+                m.append(f"  %r{t0[1:]} = arith.constant {repeat} : index")
+                m.append(f"  {t0} = func.call @rtclock() : () -> f64")
+                m.append(f"  scf.for %i = %c0 to %r{t0[1:]} step %c1 {{")
+                m.append(f"    {call}")
+                m.append("  }")
+                m.append(f"  {t1} = func.call @rtclock() : () -> f64")
+                m.append(f"  {dt} = arith.subf {t1}, {t0} : f64")
+                m.append(f'  vector.print str "case {k} {name} seconds: "')
+                m.append(f"  vector.print {dt} : f64")
+            else:
+                m.append(f"  {call}")
         for j in range(len(results)):
             (fx, count, _, _), (fy, _, _, _) = outs_dyn[j], outs_static[j]
             err, ok = fresh(), fresh()
@@ -204,6 +221,8 @@ def main_module(args, results, cases, tol):
             m.append(f"    vector.print {err} : f32")
             m.append("  }")
     head = [f"func.func private @{name}({t})" for name, t in decls.items()]
+    if repeat:
+        head.append("func.func private @rtclock() -> f64")
     head += ["func.func @main() {",
              "  %c0 = arith.constant 0 : index",
              "  %c1 = arith.constant 1 : index",
