@@ -6,7 +6,9 @@ config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".mlir", ".onnxtxt", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = config.mcc_obj_root
-config.excludes = ["unit", "e2e", "errors", "CMakeLists.txt", "lit.cfg.py"]
+config.excludes = ["unit", "e2e", "errors", "Inputs", "CMakeLists.txt", "lit.cfg.py"]
 path = os.pathsep.join(config.mcc_tools_dirs + [config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.environment["PATH"] = path
 config.substitutions.append(("%models", os.path.join(config.mcc_source_dir, "models")))
+# Runs a dynamic-shape @forward against its static twins (Pipelines/Inputs).
+config.substitutions.append(("%dynamic_check", "sh {0}/test/Pipelines/Inputs/dynamic_check.sh {1} {0}".format(config.mcc_source_dir, config.llvm_tools_dir)))

@@ -33,7 +33,7 @@ const StageText kCpuStages[] = {
      "one-shot-bufferize{bufferize-function-boundaries "
      "function-boundary-type-conversion=identity-layout-map},"
      "buffer-results-to-out-params{modify-public-functions "
-     "hoist-static-allocs},canonicalize,buffer-deallocation-pipeline,"
+     "hoist-static-allocs hoist-dynamic-allocs},canonicalize,buffer-deallocation-pipeline,"
      "canonicalize"},
     {"mcc-cpu-loops",
      "linalg to loops; tile loops become OpenMP worksharing loops",
@@ -47,7 +47,8 @@ const StageText kCpuStages[] = {
      "to-parallel,convert-scf-to-openmp,"
      "canonicalize,cse"},
     {"mcc-cpu-to-llvm", "lower every remaining dialect to LLVM",
-     "expand-strided-metadata,lower-affine,convert-vector-to-llvm,"
+     "func.func(mcc-dynamic-expand-shape),expand-strided-metadata,lower-"
+     "affine,convert-vector-to-llvm,"
      "finalize-memref-to-llvm{use-generic-functions},"
      "convert-math-to-funcs{convert-ctlz=false},convert-math-to-llvm,"
      "convert-math-to-libm,convert-scf-to-cf,convert-openmp-to-llvm,"

@@ -32,8 +32,8 @@ Value fillValue(Value init) {
   return {};
 }
 
-Value filled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape, Type et,
-             Value value) {
+Value filled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> shape,
+             Type et, Value value) {
   Value empty = tensor::EmptyOp::create(b, loc, shape, et);
   return linalg::FillOp::create(b, loc, value, empty).getResult(0);
 }
@@ -52,17 +52,35 @@ SmallVector<ReassociationIndices> groups(ArrayRef<int64_t> sizes) {
 }
 
 /// Geometry shared by the plain and the grouped form. `G` is 1 for the plain
-/// form (and then no group dim appears in any tensor).
+/// form (and then no group dim appears in any tensor). The batch `N` may be
+/// dynamic (then `n` is its run-time value); every other size is static.
 struct ConvShape {
   int64_t N, G, C, H, W, F, KH, KW, OH, OW;
   int64_t sh, sw, dh, dw;
   bool grouped;
+  OpFoldResult n = {};
+
+  /// `shape` with its dynamic entry (the batch) as `n`.
+  SmallVector<OpFoldResult> sizes(OpBuilder &b,
+                                  ArrayRef<int64_t> shape) const {
+    SmallVector<OpFoldResult> r;
+    for (int64_t d : shape)
+      r.push_back(ShapedType::isDynamic(d) ? n : b.getIndexAttr(d));
+    return r;
+  }
 };
+
+/// A static product, or dynamic if either side is.
+int64_t mulSizes(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b)
+             ? ShapedType::kDynamic
+             : a * b;
+}
 
 /// out[i...] = x[inMap(i...)] over a fresh tensor of `shape`: the im2col
 /// gather, one parallel affine copy.
 Value gather(OpBuilder &b, Location loc, Value x, AffineMap inMap,
-             ArrayRef<int64_t> shape) {
+             ArrayRef<OpFoldResult> shape) {
   Type et = cast<RankedTensorType>(x.getType()).getElementType();
   unsigned rank = shape.size();
   AffineMap outMap = AffineMap::getMultiDimIdentityMap(rank, b.getContext());
@@ -93,7 +111,8 @@ Value im2colPerImage(OpBuilder &b, Location loc, Value x, const ConvShape &s) {
   AffineMap inMap = AffineMap::get(
       6, 0, {d(0), d(1), d(4) * s.sh + d(2) * s.dh, d(5) * s.sw + d(3) * s.dw},
       ctx);
-  Value col = gather(b, loc, x, inMap, {s.N, s.C, s.KH, s.KW, s.OH, s.OW});
+  Value col =
+      gather(b, loc, x, inMap, s.sizes(b, {s.N, s.C, s.KH, s.KW, s.OH, s.OW}));
   return tensor::CollapseShapeOp::create(
       b, loc,
       RankedTensorType::get({s.N, s.C * s.KH * s.KW, s.OH * s.OW}, et), col,
@@ -131,11 +150,11 @@ Value im2col(OpBuilder &b, Location loc, Value x, const ConvShape &s) {
   if (s.grouped)
     colShape.push_back(s.G);
   colShape.append({s.C, s.KH, s.KW, s.N, s.OH, s.OW});
-  Value col = gather(b, loc, x, inMap, colShape);
+  Value col = gather(b, loc, x, inMap, s.sizes(b, colShape));
   SmallVector<int64_t> flat;
   if (s.grouped)
     flat.push_back(s.G);
-  flat.append({s.C * s.KH * s.KW, s.N * s.OH * s.OW});
+  flat.append({s.C * s.KH * s.KW, mulSizes(s.N, s.OH * s.OW)});
   SmallVector<ReassociationIndices> re =
       s.grouped ? groups({1, 3, 3}) : groups({3, 3});
   return tensor::CollapseShapeOp::create(
@@ -151,24 +170,34 @@ LogicalResult rewrite(RewriterBase &rw, linalg::LinalgOp conv, Value x,
   Value fill = fillValue(init);
   auto outType = cast<RankedTensorType>(init.getType());
   Type et = outType.getElementType();
-  if (!fill || !outType.hasStaticShape() || !isa<FloatType>(et) ||
-      !cast<RankedTensorType>(x.getType()).hasStaticShape() ||
+  // Only the batch (dim 0 of the input and the output) may be dynamic.
+  auto staticPastBatch = [](Value v) {
+    return llvm::none_of(
+        cast<RankedTensorType>(v.getType()).getShape().drop_front(),
+        ShapedType::isDynamic);
+  };
+  if (!fill || !isa<FloatType>(et) || !staticPastBatch(init) ||
+      !staticPastBatch(x) ||
       !cast<RankedTensorType>(w.getType()).hasStaticShape())
     return failure();
+  bool dynamicBatch = ShapedType::isDynamic(s.N);
   s.sh = strides[0];
   s.sw = strides[1];
   s.dh = dilations[0];
   s.dw = dilations[1];
   Location loc = conv.getLoc();
   rw.setInsertionPoint(conv);
-  if (!s.grouped && s.N > 1) {
+  s.n = tensor::getMixedSize(rw, loc, x, 0);
+  // A dynamic batch takes the per-image form too: one image at run time
+  // costs a batch loop of one trip.
+  if (!s.grouped && (s.N > 1 || dynamicBatch)) {
     // One product per image with the weights broadcast over the batch:
     // out[n] = W x col[n] lands in NCHW order, with no transpose.
     Value col = im2colPerImage(rw, loc, x, s);
     int64_t ckk = s.C * s.KH * s.KW, p = s.OH * s.OW;
     Value wm = tensor::CollapseShapeOp::create(
         rw, loc, RankedTensorType::get({s.F, ckk}, et), w, groups({1, 3}));
-    Value acc = filled(rw, loc, {s.N, s.F, p}, et, fill);
+    Value acc = filled(rw, loc, s.sizes(rw, {s.N, s.F, p}), et, fill);
     MLIRContext *ctx = rw.getContext();
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
     SmallVector<Attribute> maps = {
@@ -180,23 +209,29 @@ LogicalResult rewrite(RewriterBase &rw, linalg::LinalgOp conv, Value x,
                      ValueRange{acc},
                      {rw.getNamedAttr("indexing_maps", rw.getArrayAttr(maps))})
                      .getResult(0);
-    rw.replaceOp(conv, tensor::ExpandShapeOp::create(rw, loc, outType, prod,
-                                                      groups({1, 1, 2})));
+    rw.replaceOp(conv, tensor::ExpandShapeOp::create(
+                           rw, loc, outType, prod, groups({1, 1, 2}),
+                           s.sizes(rw, outType.getShape())));
     return success();
   }
   Value col = im2col(rw, loc, x, s);
-  int64_t ckk = s.C * s.KH * s.KW, np = s.N * s.OH * s.OW;
+  int64_t ckk = s.C * s.KH * s.KW;
   SmallVector<int64_t> wShape, prodShape;
   if (s.grouped) {
     wShape.push_back(s.G);
     prodShape.push_back(s.G);
   }
   wShape.append({s.F, ckk});
-  prodShape.append({s.F, np});
+  prodShape.append({s.F, mulSizes(s.N, s.OH * s.OW)});
   Value wm = tensor::CollapseShapeOp::create(
       rw, loc, RankedTensorType::get(wShape, et), w,
       s.grouped ? groups({1, 1, 3}) : groups({1, 3}));
-  Value acc = filled(rw, loc, prodShape, et, fill);
+  // The product's columns are the column buffer's (N*OH*OW, maybe dynamic).
+  SmallVector<OpFoldResult> accSizes;
+  for (int64_t d : prodShape)
+    accSizes.push_back(rw.getIndexAttr(d));
+  accSizes.back() = tensor::getMixedSize(rw, loc, col, prodShape.size() - 1);
+  Value acc = filled(rw, loc, accSizes, et, fill);
   Value prod =
       s.grouped
           ? linalg::BatchMatmulOp::create(rw, loc, ValueRange{wm, col},
@@ -210,7 +245,7 @@ LogicalResult rewrite(RewriterBase &rw, linalg::LinalgOp conv, Value x,
   split.append({s.N, s.OH, s.OW});
   Value r = tensor::ExpandShapeOp::create(
       rw, loc, RankedTensorType::get(split, et), prod,
-      s.grouped ? groups({1, 1, 3}) : groups({1, 3}));
+      s.grouped ? groups({1, 1, 3}) : groups({1, 3}), s.sizes(rw, split));
   Value result;
   if (s.N == 1) {
     // A leading unit dim moves for free: collapse it away, expand it back.
@@ -225,7 +260,8 @@ LogicalResult rewrite(RewriterBase &rw, linalg::LinalgOp conv, Value x,
   } else {
     SmallVector<int64_t> perm = s.grouped ? SmallVector<int64_t>{2, 0, 1, 3, 4}
                                           : SmallVector<int64_t>{1, 0, 2, 3};
-    Value empty = tensor::EmptyOp::create(rw, loc, outType.getShape(), et);
+    Value empty = tensor::EmptyOp::create(
+        rw, loc, s.sizes(rw, outType.getShape()), et);
     result = linalg::TransposeOp::create(rw, loc, r, empty, perm).getResult()[0];
   }
   rw.replaceOp(conv, result);

@@ -2,6 +2,8 @@
 
 #include "mcc/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/IR/PatternMatch.h"
@@ -15,44 +17,111 @@ using namespace mlir;
 
 namespace {
 
+/// Index arithmetic that folds when both sides are constants, so a fully
+/// static op gets exactly the tile sizes it always had.
+class IndexMath {
+public:
+  IndexMath(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  OpFoldResult min(OpFoldResult x, OpFoldResult y) {
+    return fold(x, y, [](int64_t p, int64_t q) { return std::min(p, q); },
+                [&](Value p, Value q) -> Value {
+                  return arith::MinSIOp::create(b, loc, p, q);
+                });
+  }
+  OpFoldResult max(OpFoldResult x, OpFoldResult y) {
+    return fold(x, y, [](int64_t p, int64_t q) { return std::max(p, q); },
+                [&](Value p, Value q) -> Value {
+                  return arith::MaxSIOp::create(b, loc, p, q);
+                });
+  }
+  OpFoldResult ceilDiv(OpFoldResult x, OpFoldResult y) {
+    return fold(x, y, [](int64_t p, int64_t q) { return (p + q - 1) / q; },
+                [&](Value p, Value q) -> Value {
+                  return arith::CeilDivUIOp::create(b, loc, p, q);
+                });
+  }
+
+private:
+  OpFoldResult fold(OpFoldResult x, OpFoldResult y,
+                    llvm::function_ref<int64_t(int64_t, int64_t)> constant,
+                    llvm::function_ref<Value(Value, Value)> emit) {
+    std::optional<int64_t> p = getConstantIntValue(x),
+                           q = getConstantIntValue(y);
+    if (p && q)
+      return b.getIndexAttr(constant(*p, *q));
+    return emit(getValueOrCreateConstantIndexOp(b, loc, x),
+                getValueOrCreateConstantIndexOp(b, loc, y));
+  }
+
+  OpBuilder &b;
+  Location loc;
+};
+
 /// Tile sizes for the leading parallel loops so that the op splits into
-/// about `target` tiles; 0 leaves a loop untiled.
-SmallVector<int64_t> chooseTileSizes(linalg::LinalgOp op, int64_t target) {
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+/// about `target` tiles; 0 leaves a loop untiled. A dynamic loop range (a
+/// batch or sequence dim) makes the sizes from there on run-time values,
+/// computed at the op by the same rule as for static ranges.
+SmallVector<OpFoldResult> chooseTileSizes(OpBuilder &b, linalg::LinalgOp op,
+                                          int64_t target) {
+  Location loc = op.getLoc();
+  SmallVector<int64_t> staticRanges = op.getStaticLoopRanges();
+  SmallVector<Range> ranges = op.createLoopRanges(b, loc);
   SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
-  SmallVector<int64_t> sizes(ranges.size(), 0);
-  int64_t remaining = target;
-  for (size_t i = 0; i < ranges.size() && remaining > 1; ++i) {
+  SmallVector<OpFoldResult> sizes(ranges.size(), b.getIndexAttr(0));
+  IndexMath math(b, loc);
+  OpFoldResult one = b.getIndexAttr(1);
+  OpFoldResult remaining = b.getIndexAttr(target);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    std::optional<int64_t> left = getConstantIntValue(remaining);
+    if (left && *left <= 1)
+      break;
     if (iters[i] != utils::IteratorType::parallel)
       break; // keep tiles rectangular over a prefix of the loop nest
-    int64_t dim = ranges[i];
-    if (ShapedType::isDynamic(dim) || dim <= 1)
+    if (!ShapedType::isDynamic(staticRanges[i]) && staticRanges[i] <= 1)
       continue;
-    int64_t tiles = std::min(dim, remaining);
-    int64_t size = (dim + tiles - 1) / tiles;
+    OpFoldResult dim = ranges[i].size;
+    // A dynamic dim may be 1 (or 0): at least one tile, of at least 1.
+    OpFoldResult tiles = math.max(math.min(dim, remaining), one);
+    OpFoldResult size = math.max(math.ceilDiv(dim, tiles), one);
     sizes[i] = size;
-    int64_t actual = (dim + size - 1) / size;
-    remaining = (remaining + actual - 1) / actual;
+    OpFoldResult actual = math.max(math.ceilDiv(dim, size), one);
+    remaining = math.ceilDiv(remaining, actual);
   }
   return sizes;
 }
+
+/// What a dynamic dim of a matrix product is taken to be when choosing its
+/// tiles: rows (batch * sequence) and columns (a sequence) of about one
+/// full-height tile, and a batch of one (one image through per-image
+/// convolution products), so that a batch of one still splits into
+/// threads; a larger batch then only adds tiles.
+constexpr int64_t kAssumedDynamicRows = 64, kAssumedDynamicCols = 256,
+                  kAssumedDynamicBatch = 1;
 
 /// Matrix products tile over (batch, m, n). Every tile packs the B panels it
 /// reads, so m stays whole up to 256 rows (one packing of B in total) and
 /// threads split n, in multiples of the 32-column register block, at most
 /// 256 wide, narrowed down to 32 until there are `minTiles` tiles, then m
 /// is halved down to 16 rows. Taller products take m in 64-row tiles.
+/// Dynamic dims are chosen for as if they had the assumed sizes above,
+/// and always tiled (a dynamic m in tiles of at most 64 rows): the tile
+/// count then grows with the actual size.
 SmallVector<int64_t> chooseMatmulTileSizes(linalg::LinalgOp op,
                                            int64_t minTiles) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   size_t batch = ranges.size() - 3;
-  int64_t M = ranges[batch], N = ranges[batch + 1];
+  bool dynM = ShapedType::isDynamic(ranges[batch]),
+       dynN = ShapedType::isDynamic(ranges[batch + 1]);
+  int64_t M = dynM ? kAssumedDynamicRows : ranges[batch];
+  int64_t N = dynN ? kAssumedDynamicCols : ranges[batch + 1];
   auto roundUp = [](int64_t v, int64_t m) { return (v + m - 1) / m * m; };
   int64_t mTile = M <= 256 ? M : 64;
   int64_t nTile = std::min<int64_t>(roundUp(N, 32), 256);
   int64_t batchTiles = 1;
   for (size_t i = 0; i < batch; ++i)
-    batchTiles *= ranges[i];
+    batchTiles *= ShapedType::isDynamic(ranges[i]) ? kAssumedDynamicBatch
+                                                   : ranges[i];
   auto tiles = [&] {
     return batchTiles * ((M + mTile - 1) / mTile) * ((N + nTile - 1) / nTile);
   };
@@ -67,18 +136,24 @@ SmallVector<int64_t> chooseMatmulTileSizes(linalg::LinalgOp op,
   SmallVector<int64_t> sizes(ranges.size(), 0);
   for (size_t i = 0; i < batch; ++i)
     sizes[i] = 1;
-  sizes[batch] = mTile < M ? mTile : 0;
-  sizes[batch + 1] = nTile < N ? nTile : 0;
+  sizes[batch] = dynM || mTile < M ? mTile : 0;
+  sizes[batch + 1] = dynN || nTile < N ? nTile : 0;
   return sizes;
 }
 
+/// Output elements, for the min-tile-elements cut; a dynamic dim counts as
+/// kAssumedDynamicRows (it is usually a batch or a sequence, and a tile
+/// loop costs little when it turns out small).
 int64_t outputElements(linalg::LinalgOp op) {
   int64_t n = 1;
   for (Value v : op.getDpsInits()) {
     auto t = dyn_cast<RankedTensorType>(v.getType());
-    if (!t || !t.hasStaticShape())
+    if (!t)
       return 0;
-    n = std::max<int64_t>(n, t.getNumElements());
+    int64_t elements = 1;
+    for (int64_t d : t.getShape())
+      elements *= ShapedType::isDynamic(d) ? kAssumedDynamicRows : d;
+    n = std::max<int64_t>(n, elements);
   }
   return n;
 }
@@ -98,14 +173,16 @@ struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
           candidates.push_back(lop);
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : candidates) {
-      bool product = isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) &&
-                     !llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic);
-      SmallVector<int64_t> sizes = product ? chooseMatmulTileSizes(op, 8)
-                                           : chooseTileSizes(op, targetTiles);
-      if (llvm::all_of(sizes, [](int64_t s) { return s == 0; }))
+      rewriter.setInsertionPoint(op);
+      SmallVector<OpFoldResult> sizes =
+          isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op)
+              ? getAsIndexOpFoldResult(&getContext(),
+                                       chooseMatmulTileSizes(op, 8))
+              : chooseTileSizes(rewriter, op, targetTiles);
+      if (llvm::all_of(sizes, isZeroInteger))
         continue;
       scf::SCFTilingOptions tiling;
-      tiling.setTileSizes(getAsIndexOpFoldResult(&getContext(), sizes));
+      tiling.setTileSizes(sizes);
       tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
       scf::SCFTileAndFuseOptions options;
       options.setTilingOptions(tiling);

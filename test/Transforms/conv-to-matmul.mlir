@@ -93,3 +93,38 @@ func.func @depthwise(%x: tensor<1x4x5x5xf32>, %w: tensor<4x3x3xf32>, %o: tensor<
       ins(%x, %w : tensor<1x4x5x5xf32>, tensor<4x3x3xf32>) outs(%o : tensor<1x4x3x3xf32>) -> tensor<1x4x3x3xf32>
   return %r : tensor<1x4x3x3xf32>
 }
+
+// A dynamic batch: per-image products whose batch is the run-time N, the
+// column buffer and the result sized from the input's dim 0.
+// CHECK-LABEL: func.func @dynamic_batch
+// CHECK: linalg.fill
+// CHECK: %[[N:.*]] = tensor.dim %arg0, %{{.*}} : tensor<?x2x5x5xf32>
+// CHECK-NEXT: tensor.empty(%[[N]]) : tensor<?x2x3x3x3x3xf32>
+// CHECK: linalg.batch_matmul {{.*}} ins({{.*}} : tensor<4x18xf32>, tensor<?x18x9xf32>)
+// CHECK: tensor.expand_shape {{.*}} output_shape [%[[N]], 4, 3, 3] : tensor<?x4x9xf32> into tensor<?x4x3x3xf32>
+// CHECK-NOT: linalg.conv
+func.func @dynamic_batch(%x: tensor<?x2x5x5xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<?x4x3x3xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x2x5x5xf32>
+  %e = tensor.empty(%n) : tensor<?x4x3x3xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x4x3x3xf32>) -> tensor<?x4x3x3xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %w : tensor<?x2x5x5xf32>, tensor<4x2x3x3xf32>) outs(%f : tensor<?x4x3x3xf32>) -> tensor<?x4x3x3xf32>
+  return %c : tensor<?x4x3x3xf32>
+}
+
+// Grouped with a dynamic batch: N*OH*OW columns per group, then the
+// transpose back to NGFHW into a tensor sized by N.
+// CHECK-LABEL: func.func @dynamic_grouped
+// CHECK: linalg.batch_matmul ins({{.*}} : tensor<2x3x18xf32>, tensor<2x18x?xf32>)
+// CHECK: linalg.transpose
+// CHECK-NOT: linalg.conv
+func.func @dynamic_grouped(%x: tensor<?x2x2x5x5xf32>, %w: tensor<2x3x2x3x3xf32>) -> tensor<?x2x3x3x3xf32> {
+  %c0 = arith.constant 0 : index
+  %n = tensor.dim %x, %c0 : tensor<?x2x2x5x5xf32>
+  %e = tensor.empty(%n) : tensor<?x2x3x3x3xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x2x3x3x3xf32>) -> tensor<?x2x3x3x3xf32>
+  %c = linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>} ins(%x, %w : tensor<?x2x2x5x5xf32>, tensor<2x3x2x3x3xf32>) outs(%f : tensor<?x2x3x3x3xf32>) -> tensor<?x2x3x3x3xf32>
+  return %c : tensor<?x2x3x3x3xf32>
+}

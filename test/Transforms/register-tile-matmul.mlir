@@ -65,3 +65,19 @@ func.func @left_alone(%a: memref<4x4xf64>, %c: memref<4x4xf64>, %x: memref<4x4xf
   linalg.matmul ins(%x, %y : memref<4x4xf32>, memref<4x4xf32, strided<[1, 4]>>) outs(%z : memref<4x4xf32>)
   return
 }
+
+// A dynamic M (rows = batch * sequence) and a tile view of it: the same
+// register-blocked kernel, its row count read from the buffer, with the
+// 4-, 2- and 1-row remainders.
+// CHECK-LABEL: func.func @dynamic_rows
+// CHECK: memref.alloca() : memref<64x16xf32>
+// CHECK: memref.dim %arg2, %c0
+// CHECK: scf.for {{.*}} step %c4
+// CHECK: vector.fma
+// CHECK: scf.for {{.*}} step %c2
+// CHECK: scf.for {{.*}} step %c1
+// CHECK-NOT: linalg.matmul
+func.func @dynamic_rows(%a: memref<?x64xf32>, %b: memref<64x32xf32, strided<[64, 1], offset: ?>>, %c: memref<?x32xf32, strided<[64, 1], offset: ?>>) {
+  linalg.matmul ins(%a, %b : memref<?x64xf32>, memref<64x32xf32, strided<[64, 1], offset: ?>>) outs(%c : memref<?x32xf32, strided<[64, 1], offset: ?>>)
+  return
+}

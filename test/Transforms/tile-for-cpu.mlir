@@ -63,3 +63,43 @@ func.func @tiny(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
   } -> tensor<2x2xf32>
   return %r : tensor<2x2xf32>
 }
+
+// Dynamic ranges: tile sizes computed at run time by the same rule (here
+// ceil(batch / min(batch, 8)) for the first dim).
+// CHECK-LABEL: func.func @dynamic_elementwise
+// CHECK: tensor.empty
+// CHECK: %[[B:.*]] = tensor.dim %arg0
+// CHECK: arith.minsi %[[B]], %c8
+// CHECK: arith.ceildivui %[[B]]
+// CHECK: scf.forall ({{.*}}) = (0, 0) to (%{{.*}}, %{{.*}}) step (%{{.*}}, %{{.*}})
+// CHECK:   linalg.generic
+func.func @dynamic_elementwise(%a: tensor<?x?xf32>) -> tensor<?x?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %d0 = tensor.dim %a, %c0 : tensor<?x?xf32>
+  %d1 = tensor.dim %a, %c1 : tensor<?x?xf32>
+  %e = tensor.empty(%d0, %d1) : tensor<?x?xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<?x?xf32>) outs(%e : tensor<?x?xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = math.exp %x : f32
+    linalg.yield %y : f32
+  } -> tensor<?x?xf32>
+  return %r : tensor<?x?xf32>
+}
+
+// A product with a dynamic M is always tiled over m (64 rows assumed when
+// choosing, then narrowed with n to reach 8 tiles).
+// CHECK-LABEL: func.func @dynamic_matmul
+// CHECK: scf.forall ({{.*}}) = (0, 0) to (%{{.*}}, 256) step (64, 32)
+// CHECK:   linalg.fill
+// CHECK:   linalg.matmul {{.*}} -> tensor<?x32xf32>
+func.func @dynamic_matmul(%a: tensor<?x64xf32>, %b: tensor<64x256xf32>) -> tensor<?x256xf32> {
+  %c0 = arith.constant 0 : index
+  %m = tensor.dim %a, %c0 : tensor<?x64xf32>
+  %e = tensor.empty(%m) : tensor<?x256xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<?x256xf32>) -> tensor<?x256xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<?x64xf32>, tensor<64x256xf32>) outs(%f : tensor<?x256xf32>) -> tensor<?x256xf32>
+  return %r : tensor<?x256xf32>
+}

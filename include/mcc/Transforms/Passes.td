@@ -244,4 +244,22 @@ def ExpandBFloat16 : Pass<"mcc-expand-bf16", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::arith::ArithDialect"];
 }
 
+def DynamicExpandShape
+    : Pass<"mcc-dynamic-expand-shape", "mlir::func::FuncOp"> {
+  let summary = "memref.expand_shape with several dynamic dims per group as "
+                "a reinterpret_cast";
+  let description = [{
+    expand-strided-metadata derives each expanded size from the source size
+    divided by the group's static sizes, so it supports one dynamic size per
+    reassociation group and computes garbage (or crashes) with more: a
+    `tensor<?xf32>` expanded to `[%batch, %seq, 64]` is common once the
+    importer leaves batch and sequence dynamic. The op already carries its
+    output sizes; this pass builds the view from them and the source's
+    strides with memref.reinterpret_cast. Other expand_shapes are left to
+    expand-strided-metadata.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect",
+                           "mlir::arith::ArithDialect"];
+}
+
 #endif // MCC_TRANSFORMS_PASSES
