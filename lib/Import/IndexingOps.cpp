@@ -27,13 +27,14 @@ namespace {
 Value normalizedIndex(OpBuilder &b, Location l, Value v, int64_t dim) {
   Value iv = arith::IndexCastOp::create(b, l, b.getIndexType(), v);
   Value zero = arith::ConstantIndexOp::create(b, l, 0);
-  Value dimV = arith::ConstantIndexOp::create(b, l, dim);
+  Value dimV = dimValue(b, l, dim);
   Value neg = arith::CmpIOp::create(b, l, arith::CmpIPredicate::slt, iv, zero);
   iv = arith::SelectOp::create(b, l, neg, arith::AddIOp::create(b, l, iv, dimV),
                                iv);
   iv = arith::MaxSIOp::create(b, l, iv, zero);
-  return arith::MinSIOp::create(b, l, iv,
-                                arith::ConstantIndexOp::create(b, l, dim - 1));
+  return arith::MinSIOp::create(
+      b, l, iv,
+      arith::SubIOp::create(b, l, dimV, arith::ConstantIndexOp::create(b, l, 1)));
 }
 
 /// Loop bounds [0, shape[d]) with step 1 for scf::buildLoopNest.
@@ -46,7 +47,7 @@ LoopBounds loopBounds(OpBuilder &b, Location l, const Shape &shape) {
   Value one = arith::ConstantIndexOp::create(b, l, 1);
   for (int64_t d : shape) {
     r.lbs.push_back(zero);
-    r.ubs.push_back(arith::ConstantIndexOp::create(b, l, d));
+    r.ubs.push_back(dimValue(b, l, d));
     r.steps.push_back(one);
   }
   return r;

@@ -798,9 +798,10 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
   }
   std::sort(axes.begin(), axes.end());
   bool keep = n.attrInt("keepdims", 1) != 0;
-  int64_t count = 1;
+  Shape reducedDims;
   for (int64_t a : axes)
-    count *= in[a];
+    reducedDims.push_back(in[a]);
+  int64_t count = dimsProduct(reducedDims);
   int32_t dt = n.dtype(0);
   bool fl = isFloatDType(dt);
   // bool reduces unsigned too: max is "any", min is "all".
@@ -975,14 +976,21 @@ LogicalResult lowerReduce(NodeLowering &n, ReduceKind kind) {
         b, loc, ValueRange{r}, et, shapeOf(r),
         [&](OpBuilder &nb, Location l, ValueRange v) -> Value {
           if (kind == ReduceKind::Mean) {
+            // The element count, known at run time over symbolic axes.
+            Value c;
+            if (!isSymbolicDim(count)) {
+              c = scalarConstant(nb, l, et, count);
+            } else {
+              Value i = arith::IndexCastOp::create(
+                  nb, l, nb.getI64Type(), dimValue(nb, l, count));
+              c = fl ? (Value)arith::SIToFPOp::create(nb, l, et, i)
+                     : emitScalarCast(nb, l, i, kInt64, dt, et);
+            }
             if (fl)
-              return arith::DivFOp::create(nb, l, v[0],
-                                           scalarConstant(nb, l, et, count));
+              return arith::DivFOp::create(nb, l, v[0], c);
             if (uns)
-              return arith::DivUIOp::create(nb, l, v[0],
-                                            scalarConstant(nb, l, et, count));
-            return arith::DivSIOp::create(nb, l, v[0],
-                                          scalarConstant(nb, l, et, count));
+              return arith::DivUIOp::create(nb, l, v[0], c);
+            return arith::DivSIOp::create(nb, l, v[0], c);
           }
           if (kind == ReduceKind::L2)
             return math::SqrtOp::create(nb, l, v[0]);

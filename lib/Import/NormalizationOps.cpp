@@ -46,10 +46,8 @@ FailureOr<SoftmaxFamilyInput> softmaxFamilyInput(NodeLowering &n) {
   }
   SoftmaxFamilyInput input{n.value(0), full, axis};
   if (n.opset() < 13) {
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < fullRank; ++d)
-      (d < axis ? outer : inner) *= full[d];
-    input.shape = {outer, inner};
+    input.shape = {dimsProduct(Shape(full.begin(), full.begin() + axis)),
+                   dimsProduct(Shape(full.begin() + axis, full.end()))};
     input.x = emitReshape(n.builder(), n.loc(), input.x, input.shape);
     input.axis = 1;
   }
@@ -158,6 +156,10 @@ LogicalResult lowerLayerNorm(NodeLowering &n) {
   std::vector<int64_t> axes;
   for (int64_t d = axis; d < rank; ++d)
     axes.push_back(d);
+  if (hasSymbolicDims(Shape(in.begin() + axis, in.end())))
+    return n.fail("normalizing over symbolic dims " +
+                  symbolicDims().describe(in) + " from axis " + Twine(axis) +
+                  " is not supported; pin them with --shape");
   OpBuilder &b = n.builder();
   Location loc = n.loc();
   Type et = n.elementType(n.dtype(0));
@@ -189,6 +191,10 @@ LogicalResult lowerRMSNorm(NodeLowering &n) {
   std::vector<int64_t> axes;
   for (int64_t d = axis; d < rank; ++d)
     axes.push_back(d);
+  if (hasSymbolicDims(Shape(in.begin() + axis, in.end())))
+    return n.fail("normalizing over symbolic dims " +
+                  symbolicDims().describe(in) + " from axis " + Twine(axis) +
+                  " is not supported; pin them with --shape");
   int64_t count = 1;
   for (int64_t a : axes)
     count *= in[a];
@@ -344,14 +350,15 @@ LogicalResult lowerGatherND(NodeLowering &n) {
           Value iv = tensor::ExtractOp::create(nb, l, idxV, full);
           iv = arith::IndexCastOp::create(nb, l, nb.getIndexType(), iv);
           Value zero = arith::ConstantIndexOp::create(nb, l, 0);
-          Value dim = arith::ConstantIndexOp::create(nb, l, data[b + j]);
+          Value dim = dimValue(nb, l, data[b + j]);
           Value neg =
               arith::CmpIOp::create(nb, l, arith::CmpIPredicate::slt, iv, zero);
           iv = arith::SelectOp::create(
               nb, l, neg, arith::AddIOp::create(nb, l, iv, dim), iv);
           iv = arith::MinSIOp::create(
               nb, l, arith::MaxSIOp::create(nb, l, iv, zero),
-              arith::ConstantIndexOp::create(nb, l, data[b + j] - 1));
+              arith::SubIOp::create(nb, l, dim,
+                                    arith::ConstantIndexOp::create(nb, l, 1)));
           at.push_back(iv);
         }
         for (int64_t d = b + k; d < r; ++d)

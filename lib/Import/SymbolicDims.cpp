@@ -449,6 +449,12 @@ OpFoldResult dimFoldResult(OpBuilder &b, Location loc, int64_t dim) {
   return symbolicDims().materialize(b, loc, dim);
 }
 
+Value dimValue(OpBuilder &b, Location loc, int64_t dim) {
+  if (!isSymbolicDim(dim))
+    return arith::ConstantIndexOp::create(b, loc, dim);
+  return symbolicDims().materialize(b, loc, dim);
+}
+
 RankedTensorType tensorTypeOf(const Shape &shape, Type element) {
   SmallVector<int64_t> dims;
   for (int64_t d : shape)

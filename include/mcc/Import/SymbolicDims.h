@@ -150,6 +150,9 @@ int64_t dimsMul(int64_t a, int64_t b);
 mlir::OpFoldResult dimFoldResult(mlir::OpBuilder &b, mlir::Location loc,
                                  int64_t dim);
 
+/// A dim as an index value: a constant, or materialized.
+mlir::Value dimValue(mlir::OpBuilder &b, mlir::Location loc, int64_t dim);
+
 /// A tensor type for `shape`, `?` where it has handles.
 mlir::RankedTensorType tensorTypeOf(const Shape &shape, mlir::Type element);
 /// tensor.empty of `shape`, its dynamic sizes materialized.
