@@ -130,6 +130,23 @@ def main():
         except mcc.MccError as ex:
             assert text in str(ex), ex
 
+    # A model that slices its 512-entry position table by the sequence
+    # length bounds the sequence at 512 (the importer infers it): a longer
+    # input is refused instead of reading past the table.
+    long_model = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dynamic-models",
+                              "bert-long-ts", "model.onnx")
+    long_so = os.path.join(a.workdir, "bert-long.so")
+    run([a.mcc, "compile", long_model, "-o", long_so])
+    syms = {s["name"]: s for s in json.loads(run([a.mcc, "inspect", long_so]).stdout)["symbols"]}
+    assert syms["sequence"]["max"] == 512 and syms["batch"]["max"] is None, syms
+    m3 = mcc.load(long_so, runtime=a.runtime)
+    ids = np.ones((1, 513), dtype=np.int64)
+    try:
+        m3(input_ids=ids, attention_mask=ids, token_type_ids=0 * ids)
+        sys.exit("FAIL: ran a sequence longer than the position table")
+    except mcc.MccError as ex:
+        assert "above its bound 512" in str(ex), ex
+
     # bench sizes generated inputs with --dim.
     r = run([a.mcc, "bench", so, "--dim", "batch=5", "--warmup", "1", "--iterations", "3", "--json"])
     assert json.loads(r.stdout)["iterations"] == 3, r.stdout
