@@ -82,6 +82,30 @@ def positions(e):
     return c.get("max_position_embeddings", c.get("n_positions"))
 
 
+def pivot(rows, target):
+    """Model x size tables (text, then vision) of relative errors."""
+    out = []
+    for sizes in ([f"b{b} s{q}" for b in TEXT_BATCHES for q in TEXT_SEQS],
+                  [f"b{b}" for b in VISION_BATCHES]):
+        models = []
+        for n, sz, _, _ in rows:
+            if sz in sizes and n not in models:
+                models.append(n)
+        if not models:
+            continue
+        cell = {(n, sz): (r, e) for n, sz, r, e in rows}
+        out.append(f"| model ({target}) | " + " | ".join(sizes) + " |")
+        out.append("|---" * (len(sizes) + 1) + "|")
+        for n in models:
+            cells = []
+            for sz in sizes:
+                r, e = cell.get((n, sz), ("—", None))
+                cells.append("—" if r == "—" else (f"{e:.0e}" if r == "ok" else r))
+            out.append(f"| {n} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mcc", required=True)
@@ -165,7 +189,7 @@ def main():
     print(f"\n{runs} runs, {failures} failures")
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write(table + "\n")
+            f.write(pivot(rows, args.target) + "\n")
     return 1 if failures else 0
 
 
