@@ -63,10 +63,10 @@ Value broadcastView(OpBuilder &b, Location loc, Value a, OpFoldResult batch) {
       b.getContext(), ShapedType::kDynamic,
       {0, ShapedType::kDynamic, ShapedType::kDynamic});
   std::optional<int64_t> staticBatch = getConstantIntValue(batch);
-  auto viewType = MemRefType::get(
-      {staticBatch ? *staticBatch : ShapedType::kDynamic, type.getDimSize(0),
-       type.getDimSize(1)},
-      type.getElementType(), layout);
+  auto viewType =
+      MemRefType::get({staticBatch ? *staticBatch : ShapedType::kDynamic,
+                       type.getDimSize(0), type.getDimSize(1)},
+                      type.getElementType(), layout);
   return memref::ReinterpretCastOp::create(b, loc, viewType,
                                            meta.getBaseBuffer(),
                                            meta.getOffset(), sizes, strides);

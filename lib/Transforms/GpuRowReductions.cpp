@@ -109,7 +109,9 @@ void lower(linalg::GenericOp g, const Combiner &comb, int64_t maxThreads) {
       cast<linalg::LinalgOp>(g.getOperation()).createLoopRanges(b, loc),
       [](const Range &r) { return r.size; });
   size_t numParallel = g.getNumParallelLoops();
-  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  auto idx = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
   auto value = [&](OpFoldResult v) {
     return getValueOrCreateConstantIndexOp(b, loc, v);
   };
@@ -139,8 +141,8 @@ void lower(linalg::GenericOp g, const Combiner &comb, int64_t maxThreads) {
   while (threads < maxThreads && (!length || threads < *length))
     threads *= 2;
   Value one = idx(1);
-  auto launch = gpu::LaunchOp::create(b, loc, rows, one, one, idx(threads),
-                                      one, one);
+  auto launch =
+      gpu::LaunchOp::create(b, loc, rows, one, one, idx(threads), one, one);
   b.setInsertionPointToStart(&launch.getBody().front());
   // The block's row, as indices of the parallel loops.
   Value row = launch.getBlockIds().x;

@@ -354,10 +354,10 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
         for (int64_t d : tensors[i]->shape) {
           llvm::Value *size =
               d >= 0 ? static_cast<llvm::Value *>(rb.getInt64(d))
-                     : rb.CreateLoad(i64,
-                                     rb.CreateConstGEP1_64(
-                                         i64, run->getArg(1), numDims),
-                                     "dim");
+                     : rb.CreateLoad(
+                           i64,
+                           rb.CreateConstGEP1_64(i64, run->getArg(1), numDims),
+                           "dim");
           n = rb.CreateMul(n, size);
           ++numDims;
         }
@@ -367,11 +367,11 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
     auto *shimTy = llvm::FunctionType::get(
         i32, {ptrTy, i64, i64, ptrTy, ptrTy, i64, ptrTy, ptrTy, i64}, false);
     llvm::FunctionCallee shim = m.getOrInsertFunction("mcc_cuda_run", shimTy);
-    llvm::Value *rc = rb.CreateCall(
-        shim, {run->getArg(0), rb.getInt64(model.inputs.size()),
-               rb.getInt64(model.outputs.size()), bytesArr, hw,
-               rb.getInt64(model.weightBlob.size()), bodyFn, run->getArg(1),
-               rb.getInt64(numDims)});
+    llvm::Value *rc =
+        rb.CreateCall(shim, {run->getArg(0), rb.getInt64(model.inputs.size()),
+                             rb.getInt64(model.outputs.size()), bytesArr, hw,
+                             rb.getInt64(model.weightBlob.size()), bodyFn,
+                             run->getArg(1), rb.getInt64(numDims)});
     rb.CreateRet(rc);
   }
 

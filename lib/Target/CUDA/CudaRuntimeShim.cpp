@@ -574,8 +574,7 @@ void dropGraphs(RunContext &ctx) {
 
 /// The entry for this shape, made (evicting the least recently used past
 /// kMaxShapeGraphs) if new. A static model has one, with empty dims.
-ShapeGraph &shapeGraph(RunContext &ctx, const int64_t *dims,
-                       int64_t numDims) {
+ShapeGraph &shapeGraph(RunContext &ctx, const int64_t *dims, int64_t numDims) {
   ++ctx.clock;
   for (ShapeGraph &g : ctx.graphs)
     if (static_cast<int64_t>(g.dims.size()) == numDims &&
@@ -584,11 +583,11 @@ ShapeGraph &shapeGraph(RunContext &ctx, const int64_t *dims,
       return g;
     }
   if (ctx.graphs.size() >= kMaxShapeGraphs) {
-    auto oldest = std::min_element(
-        ctx.graphs.begin(), ctx.graphs.end(),
-        [](const ShapeGraph &a, const ShapeGraph &b) {
-          return a.lastUse < b.lastUse;
-        });
+    auto oldest =
+        std::min_element(ctx.graphs.begin(), ctx.graphs.end(),
+                         [](const ShapeGraph &a, const ShapeGraph &b) {
+                           return a.lastUse < b.lastUse;
+                         });
     if (oldest->graph)
       driver.cuGraphExecDestroy(oldest->graph);
     ctx.graphs.erase(oldest);
