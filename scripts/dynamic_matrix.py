@@ -11,6 +11,12 @@ fails. Used by ctest (`dynamic-shapes`) and for docs/benchmarks.md:
 
     python3 scripts/dynamic_matrix.py --mcc build/tools/mcc/mcc \\
         --models models test/e2e/dynamic-models
+
+On the GPU machine (no compiler there) the .so files come precompiled:
+compile each model with `--target cuda` (no --shape) into a folder here,
+carry it, and run there with `--target cuda --so-dir DIR` (--mcc is then
+unused). For cuda each size runs --repeat times (default 3: a direct run,
+the run that captures the shape's CUDA graph, a replay), all compared.
 """
 import argparse
 import json
@@ -108,7 +114,11 @@ def pivot(rows, target):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mcc", required=True)
+    ap.add_argument("--mcc", default=None)
+    ap.add_argument("--so-dir", default=None,
+                    help="use DIR/<name>.so, compiled beforehand, instead of compiling")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="runs per size, each compared (default: 3 on cuda, else 1)")
     ap.add_argument("--models", nargs="+", default=["models"],
                     help="folders with a manifest.json (models/ layout)")
     ap.add_argument("--only", nargs="*", help="entry names")
@@ -119,6 +129,9 @@ def main():
     ap.add_argument("--markdown", default=None)
     ap.add_argument("--threads", type=int, default=0)
     args = ap.parse_args()
+    if not args.mcc and not args.so_dir:
+        ap.error("give --mcc (to compile) or --so-dir (precompiled)")
+    repeat = args.repeat or (3 if args.target == "cuda" else 1)
 
     import mcc
     import onnxruntime as ort
@@ -134,18 +147,26 @@ def main():
             continue
         text = "input_ids" in e["inputs"]
         model = os.path.join(folder, name, "model.onnx")
-        so = os.path.join(work, name + ".so")
-        t0 = time.time()
-        res = subprocess.run([args.mcc, "compile", model, "-o", so, "--target", args.target],
-                             capture_output=True, text=True)
-        compile_s = time.time() - t0
-        if res.returncode != 0:
-            failures += 1
-            msg = (res.stderr.strip().splitlines() or ["?"])[-1]
-            rows.append((name, "-", "compile failed: " + msg[:150], None))
-            print(f"{name}: compile FAILED: {res.stderr.strip()[:2000]}", flush=True)
-            continue
-        print(f"{name}: compiled once in {compile_s:.1f} s", flush=True)
+        if args.so_dir:
+            so = os.path.join(args.so_dir, name + ".so")
+            if not os.path.exists(so):
+                failures += 1
+                rows.append((name, "-", "no precompiled .so", None))
+                print(f"{name}: {so} missing", flush=True)
+                continue
+        else:
+            so = os.path.join(work, name + ".so")
+            t0 = time.time()
+            res = subprocess.run([args.mcc, "compile", model, "-o", so, "--target", args.target],
+                                 capture_output=True, text=True)
+            compile_s = time.time() - t0
+            if res.returncode != 0:
+                failures += 1
+                msg = (res.stderr.strip().splitlines() or ["?"])[-1]
+                rows.append((name, "-", "compile failed: " + msg[:150], None))
+                print(f"{name}: compile FAILED: {res.stderr.strip()[:2000]}", flush=True)
+                continue
+            print(f"{name}: compiled once in {compile_s:.1f} s", flush=True)
         sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
         m = mcc.load(so, runtime=args.runtime)
         rng = np.random.default_rng(7)
@@ -160,18 +181,25 @@ def main():
                 continue
             feeds = text_feeds(e, b, s, rng) if text else vision_feeds(e, b, rng)
             ref = sess.run(None, feeds)
-            try:
-                got = m(**feeds)
-            except Exception as ex:  # noqa: a failed run is a result
+            err, ok, failed = 0.0, True, None
+            for _ in range(repeat):
+                try:
+                    got = m(**feeds)
+                except Exception as ex:  # noqa: a failed run is a result
+                    failed = ex
+                    break
+                if isinstance(got, dict):
+                    got = list(got.values())
+                elif not isinstance(got, (list, tuple)):
+                    got = [got]
+                err = max(err, max(rel_err(np.asarray(g), r) for g, r in zip(got, ref)))
+                ok = ok and len(got) == len(ref)
+            if failed is not None:
                 failures += 1
-                rows.append((name, label, f"run failed: {ex}"[:200], None))
+                rows.append((name, label, f"run failed: {failed}"[:200], None))
+                print(f"  {label:>10}  run failed: {failed}"[:300], flush=True)
                 continue
-            if isinstance(got, dict):
-                got = list(got.values())
-            elif not isinstance(got, (list, tuple)):
-                got = [got]
-            err = max(rel_err(np.asarray(g), r) for g, r in zip(got, ref))
-            ok = err <= args.tol and len(got) == len(ref)
+            ok = ok and err <= args.tol
             failures += not ok
             rows.append((name, label, "ok" if ok else "MISMATCH", err))
             print(f"  {label:>10}  rel.err {err:.2e}  {'ok' if ok else 'MISMATCH'}", flush=True)

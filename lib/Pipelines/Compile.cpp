@@ -69,7 +69,7 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
       importOnnxFile(context, inputPath, options.import);
   if (failed(model))
     return failure();
-  if (failed(checkModelSignature(*model, cuda, model->module->getLoc())))
+  if (failed(checkModelSignature(*model, model->module->getLoc())))
     return failure();
   ModuleOp module = *model->module;
   // Symbols the user left free or bounded, named when a stage fails: a

@@ -74,7 +74,9 @@ const StageText kCudaStages[] = {
      "convert-math-to-funcs{convert-ctlz=false},"
      "gpu-kernel-outlining,mcc-gpu-gather-kernels,mcc-gpu-libdevice-calls,"
      "func.func(gpu-async-region),"
-     "canonicalize,cse"},
+     // Host views of dynamic shapes, before gpu-to-llvm's
+     // expand-strided-metadata (as on the CPU).
+     "func.func(mcc-dynamic-expand-shape),canonicalize,cse"},
 };
 } // namespace
 

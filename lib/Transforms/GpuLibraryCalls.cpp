@@ -21,10 +21,11 @@ using namespace mlir;
 namespace {
 
 /// f32, and the last dimension contiguous: what cuBLAS takes with a
-/// leading dimension.
+/// leading dimension. Sizes may be dynamic: the shim reads sizes and
+/// leading dimensions from the descriptors at run time.
 bool blasCompatible(Value v) {
   auto type = dyn_cast<MemRefType>(v.getType());
-  if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
+  if (!type || !type.getElementType().isF32())
     return false;
   SmallVector<int64_t> strides;
   int64_t offset;
@@ -48,22 +49,24 @@ bool viewsGlobal(Value v) {
   return false;
 }
 
-/// A as a [batch, m, k] view with batch stride 0.
-Value broadcastView(OpBuilder &b, Location loc, Value a, int64_t batch) {
+/// A as a [batch, m, k] view with batch stride 0 (`batch` and A's sizes
+/// static or dynamic).
+Value broadcastView(OpBuilder &b, Location loc, Value a, OpFoldResult batch) {
   auto type = cast<MemRefType>(a.getType());
   auto meta = memref::ExtractStridedMetadataOp::create(b, loc, a);
-  SmallVector<OpFoldResult> sizes = {b.getIndexAttr(batch),
-                                     b.getIndexAttr(type.getDimSize(0)),
-                                     b.getIndexAttr(type.getDimSize(1))};
+  SmallVector<OpFoldResult> sizes = {batch, meta.getConstifiedMixedSizes()[0],
+                                     meta.getConstifiedMixedSizes()[1]};
   SmallVector<OpFoldResult> strides = {b.getIndexAttr(0),
                                        meta.getStrides()[0],
                                        meta.getStrides()[1]};
   auto layout = StridedLayoutAttr::get(
       b.getContext(), ShapedType::kDynamic,
       {0, ShapedType::kDynamic, ShapedType::kDynamic});
-  auto viewType = MemRefType::get(
-      {batch, type.getDimSize(0), type.getDimSize(1)}, type.getElementType(),
-      layout);
+  std::optional<int64_t> staticBatch = getConstantIntValue(batch);
+  auto viewType =
+      MemRefType::get({staticBatch ? *staticBatch : ShapedType::kDynamic,
+                       type.getDimSize(0), type.getDimSize(1)},
+                      type.getElementType(), layout);
   return memref::ReinterpretCastOp::create(b, loc, viewType,
                                            meta.getBaseBuffer(),
                                            meta.getOffset(), sizes, strides);
@@ -118,9 +121,9 @@ struct GpuLibraryCallsPass
       SmallVector<Value> args;
       for (Value v : op->getOperands()) {
         if (batched && cast<MemRefType>(v.getType()).getRank() == 2)
-          v = broadcastView(
-              rewriter, op.getLoc(), v,
-              cast<MemRefType>(op.getDpsInits()[0].getType()).getDimSize(0));
+          v = broadcastView(rewriter, op.getLoc(), v,
+                            memref::getMixedSize(rewriter, op.getLoc(),
+                                                 op.getDpsInits()[0], 0));
         args.push_back(memref::CastOp::create(rewriter, op.getLoc(),
                                               dynamicStrided(ctx, rank), v));
       }

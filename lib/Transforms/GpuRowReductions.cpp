@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -69,9 +70,10 @@ std::optional<Combiner> matchCombiner(linalg::GenericOp g) {
   return std::nullopt;
 }
 
-/// f32 generics on buffers, static, whose reduction loops are the last
-/// loops (one, or several taken together as one row: a global average
-/// pool's H and W), with a single output.
+/// f32 generics on buffers whose reduction loops are the last loops (one,
+/// or several taken together as one row: a global average pool's H and W),
+/// with a single output. Loop ranges may be dynamic (rows over a symbolic
+/// batch and sequence, softmax over a symbolic length).
 bool isRowReduction(linalg::GenericOp g) {
   if (!g.hasPureBufferSemantics() || g.getNumDpsInits() != 1 ||
       g.getNumReductionLoops() == 0)
@@ -81,8 +83,6 @@ bool isRowReduction(linalg::GenericOp g) {
   for (unsigned i = 0; i < iters.size(); ++i)
     if ((iters[i] == utils::IteratorType::reduction) != (i >= parallel))
       return false;
-  if (llvm::any_of(g.getStaticLoopRanges(), ShapedType::isDynamic))
-    return false;
   auto outType = dyn_cast<MemRefType>(g.getDpsInits()[0].getType());
   if (!outType || !outType.getElementType().isF32())
     return false;
@@ -103,25 +103,53 @@ void lower(linalg::GenericOp g, const Combiner &comb, int64_t maxThreads) {
     init = nullptr;
   if (init)
     init->erase();
-  SmallVector<int64_t> ranges = g.getStaticLoopRanges();
+  // Loop sizes as values (constants where static, memref.dim of the
+  // operands where dynamic), taken on the host before the launch.
+  SmallVector<OpFoldResult> ranges = llvm::map_to_vector(
+      cast<linalg::LinalgOp>(g.getOperation()).createLoopRanges(b, loc),
+      [](const Range &r) { return r.size; });
   size_t numParallel = g.getNumParallelLoops();
-  int64_t reduced = 1, rows = 1;
-  for (size_t i = 0; i < ranges.size(); ++i)
-    (i < numParallel ? rows : reduced) *= ranges[i];
+  auto idx = [&](int64_t v) {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  auto value = [&](OpFoldResult v) {
+    return getValueOrCreateConstantIndexOp(b, loc, v);
+  };
+  // A product of sizes, folded to a constant when all are static.
+  auto product = [&](ArrayRef<OpFoldResult> sizes) -> Value {
+    int64_t known = 1;
+    Value dynamic;
+    for (OpFoldResult size : sizes) {
+      if (std::optional<int64_t> c = getConstantIntValue(size)) {
+        known *= *c;
+        continue;
+      }
+      Value v = cast<Value>(size);
+      dynamic = dynamic ? arith::MulIOp::create(b, loc, dynamic, v) : v;
+    }
+    if (!dynamic)
+      return idx(known);
+    return known == 1 ? dynamic
+                      : arith::MulIOp::create(b, loc, dynamic, idx(known));
+  };
+  Value rows = product(ArrayRef(ranges).take_front(numParallel));
+  Value reduced = product(ArrayRef(ranges).drop_front(numParallel));
+  // The smallest power of two covering a static row; a dynamic row gets
+  // the most threads (a short one leaves threads idle, which is correct).
+  std::optional<int64_t> length = getConstantIntValue(reduced);
   int64_t threads = 32;
-  while (threads < reduced && threads < maxThreads)
+  while (threads < maxThreads && (!length || threads < *length))
     threads *= 2;
-  auto idx = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   Value one = idx(1);
-  auto launch = gpu::LaunchOp::create(b, loc, idx(rows), one, one,
-                                      idx(threads), one, one);
+  auto launch =
+      gpu::LaunchOp::create(b, loc, rows, one, one, idx(threads), one, one);
   b.setInsertionPointToStart(&launch.getBody().front());
   // The block's row, as indices of the parallel loops.
   Value row = launch.getBlockIds().x;
   SmallVector<Value> ivs(numParallel);
   for (int64_t i = static_cast<int64_t>(numParallel) - 1; i >= 0; --i) {
-    ivs[i] = arith::RemUIOp::create(b, loc, row, idx(ranges[i]));
-    row = arith::DivUIOp::create(b, loc, row, idx(ranges[i]));
+    ivs[i] = arith::RemUIOp::create(b, loc, row, value(ranges[i]));
+    row = arith::DivUIOp::create(b, loc, row, value(ranges[i]));
   }
   auto indices = [&](OpOperand &operand, ValueRange loopIvs) {
     AffineMap map = g.getMatchingIndexingMap(&operand);
@@ -137,7 +165,7 @@ void lower(linalg::GenericOp g, const Combiner &comb, int64_t maxThreads) {
       b, loc, f32, b.getFloatAttr(f32, comb.identity));
   Value tid = launch.getThreadIds().x;
   auto loop = scf::ForOp::create(
-      b, loc, tid, idx(reduced), idx(threads), ValueRange{identity},
+      b, loc, tid, reduced, idx(threads), ValueRange{identity},
       [&](OpBuilder &, Location, Value j, ValueRange acc) {
         SmallVector<Value> loopIvs(ivs);
         // The row position j as indices of the reduction loops.
@@ -147,9 +175,9 @@ void lower(linalg::GenericOp g, const Combiner &comb, int64_t maxThreads) {
           reductionIvs[i - numParallel] =
               i == static_cast<int64_t>(numParallel)
                   ? j
-                  : arith::RemUIOp::create(b, loc, j, idx(ranges[i]));
+                  : arith::RemUIOp::create(b, loc, j, value(ranges[i]));
           if (i != static_cast<int64_t>(numParallel))
-            j = arith::DivUIOp::create(b, loc, j, idx(ranges[i]));
+            j = arith::DivUIOp::create(b, loc, j, value(ranges[i]));
         }
         llvm::append_range(loopIvs, reductionIvs);
         IRMapping map;
@@ -199,11 +227,15 @@ struct GpuRowReductionsPass
     getOperation().walk([&](linalg::GenericOp g) {
       if (!isRowReduction(g))
         return;
-      // Short rows are cheaper one per thread than one per block.
+      // Short rows are cheaper one per thread than one per block. A
+      // dynamic row (a softmax over the sequence) counts as long.
       int64_t length = 1;
       SmallVector<int64_t> ranges = g.getStaticLoopRanges();
       for (size_t i = g.getNumParallelLoops(); i < ranges.size(); ++i)
-        length *= ranges[i];
+        if (!ShapedType::isDynamic(ranges[i]))
+          length *= ranges[i];
+        else
+          length = std::max(length, minRowLength.getValue());
       if (length < minRowLength)
         return;
       if (auto comb = matchCombiner(g))

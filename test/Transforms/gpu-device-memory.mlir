@@ -32,3 +32,23 @@ func.func @host(%in: memref<4xf32>, %out: memref<4xf32>) {
   memref.dealloc %a : memref<4xf32>
   return
 }
+
+// A dynamic allocation (a buffer over the run-time batch x sequence) keeps
+// its sizes: gpu.alloc takes them like memref.alloc, from the stream-ordered
+// allocator at run time.
+// CHECK-LABEL: func.func @dynamic
+// CHECK: %[[M:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[N:.*]] = memref.dim %arg0, %c1
+// CHECK: %[[A:.*]] = gpu.alloc (%[[M]], %[[N]]) : memref<?x?xf32>
+// CHECK: gpu.memcpy %[[A]], %arg0 : memref<?x?xf32>, memref<?x?xf32>
+// CHECK: gpu.dealloc %[[A]]
+func.func @dynamic(%in: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = memref.dim %in, %c0 : memref<?x?xf32>
+  %n = memref.dim %in, %c1 : memref<?x?xf32>
+  %a = memref.alloc(%m, %n) : memref<?x?xf32>
+  memref.copy %in, %a : memref<?x?xf32> to memref<?x?xf32>
+  memref.dealloc %a : memref<?x?xf32>
+  return
+}

@@ -136,3 +136,32 @@ func.func @coalesce(%a: memref<4x8x6xf32>) {
   }
   return
 }
+
+// A dynamic nest (batch x sequence from the inputs): the collapsed count is
+// the run-time product, and the grid its ceildiv by the block size, both
+// computed on the host per call; threads past the count are guarded.
+// CHECK-LABEL: func.func @dynamic_nest
+// CHECK: %[[M:.*]] = arith.muli %{{.*}}, %dim
+// CHECK: %[[N:.*]] = arith.muli %[[M]], %dim_0
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%[[N]]) step
+// LAUNCH-LABEL: func.func @dynamic_nest
+// LAUNCH: %[[M:.*]] = memref.dim %arg0, %c0
+// LAUNCH: %[[K:.*]] = memref.dim %arg0, %c1
+// LAUNCH: %[[N:.*]] = arith.muli %[[M]], %[[K]]
+// LAUNCH: %[[GRID:.*]] = affine.apply #{{.*}}()[%[[N]]]
+// LAUNCH: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %[[GRID]], %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}}) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c64
+// LAUNCH: arith.cmpi ult, %{{.*}}, %[[N]]
+// LAUNCH: arith.remsi %{{.*}}, %[[K]]
+func.func @dynamic_nest(%x: memref<?x?xf32>, %y: memref<?x?xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %m = memref.dim %x, %c0 : memref<?x?xf32>
+  %n = memref.dim %x, %c1 : memref<?x?xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%m, %n) step (%c1, %c1) {
+    %v = memref.load %x[%i, %j] : memref<?x?xf32>
+    %e = math.exp %v : f32
+    memref.store %e, %y[%i, %j] : memref<?x?xf32>
+    scf.reduce
+  }
+  return
+}

@@ -93,3 +93,35 @@ func.func @zeros_read(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16
   linalg.matmul ins(%a, %b : memref<4x8xf32>, memref<8x16xf32>) outs(%d : memref<4x16xf32>)
   return
 }
+
+// Dynamic sizes (rows over a symbolic batch x sequence, attention over a
+// symbolic length) still reach cuBLAS: the shim reads m, n, k and the
+// leading dimensions from the descriptors at run time.
+// CHECK-LABEL: func.func @dynamic_products
+// CHECK: memref.cast %arg0 : memref<?x768xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+// CHECK: call @mcc_gpu_sgemm(
+// CHECK: memref.cast %arg3 : memref<?x?x64xf32> to memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
+// CHECK: call @mcc_gpu_sgemm_batched(
+// CHECK-NOT: linalg.matmul
+// CHECK-NOT: linalg.batch_matmul
+func.func @dynamic_products(%a: memref<?x768xf32>, %b: memref<768x768xf32>, %c: memref<?x768xf32>,
+                            %q: memref<?x?x64xf32>, %k: memref<?x64x?xf32>, %s: memref<?x?x?xf32>) {
+  linalg.matmul ins(%a, %b : memref<?x768xf32>, memref<768x768xf32>) outs(%c : memref<?x768xf32>)
+  linalg.batch_matmul ins(%q, %k : memref<?x?x64xf32>, memref<?x64x?xf32>) outs(%s : memref<?x?x?xf32>)
+  return
+}
+
+// Weights shared by a dynamic batch of images: the view's batch is the
+// output's run-time batch.
+// CHECK-LABEL: func.func @shared_weights_dynamic_batch
+// CHECK: %[[N:.*]] = memref.dim %arg2, %c0
+// CHECK: %[[BASE:.*]], %[[OFF:.*]], %{{.*}}:2, %[[STR:.*]]:2 = memref.extract_strided_metadata %arg0
+// CHECK: memref.reinterpret_cast %[[BASE]] to offset: [%[[OFF]]], sizes: [%[[N]], 8, 16], strides: [0, %[[STR]]#0, %[[STR]]#1] {{.*}} to memref<?x8x16xf32
+// CHECK: call @mcc_gpu_sgemm_batched(
+func.func @shared_weights_dynamic_batch(%a: memref<8x16xf32>, %b: memref<?x16x49xf32>, %c: memref<?x8x49xf32>) {
+  linalg.batch_matmul indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d3)>,
+                                       affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>,
+                                       affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]
+      ins(%a, %b : memref<8x16xf32>, memref<?x16x49xf32>) outs(%c : memref<?x8x49xf32>)
+  return
+}

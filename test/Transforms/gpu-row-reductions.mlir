@@ -130,3 +130,43 @@ func.func @two_reduced_dims(%x: memref<1x8x7x7xf32>, %out: memref<1x8xf32>) {
   }
   return
 }
+
+// Dynamic rows (a layer norm over batch x sequence): one block per row of
+// the run-time row count, decomposed by the run-time sizes.
+// CHECK-LABEL: func.func @variance_dynamic_rows
+// CHECK-DAG: %[[B:.*]] = memref.dim %arg0, %c0
+// CHECK-DAG: %[[S:.*]] = memref.dim %arg0, %c1
+// CHECK: %[[ROWS:.*]] = arith.muli %[[B]], %[[S]] : index
+// CHECK: %[[C256:.*]] = arith.constant 256 : index
+// CHECK: gpu.launch blocks(%[[BX:[^,]*]], %{{[^,]*}}, %{{[^,]*}}) in (%{{[^,]*}} = %[[ROWS]], {{.*}} threads(%{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}) in (%{{[^,]*}} = %[[C256]],
+// CHECK: arith.remui %[[BX]], %[[S]]
+// CHECK: gpu.all_reduce add
+func.func @variance_dynamic_rows(%x: memref<?x?x768xf32>, %mean: memref<?x?xf32>, %out: memref<?x?xf32>) {
+  linalg.generic {indexing_maps = [#in, #row, #row], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %mean : memref<?x?x768xf32>, memref<?x?xf32>) outs(%out : memref<?x?xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    %s = arith.mulf %d, %d : f32
+    %r = arith.addf %o, %s : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// A dynamic row (softmax's max over the sequence): the most threads, the
+// strided loop bounded by the run-time length.
+// CHECK-LABEL: func.func @row_max_dynamic_length
+// CHECK: %[[LEN:.*]] = memref.dim %arg0, %c1
+// CHECK: arith.constant 256 : index
+// CHECK: gpu.launch
+// CHECK: scf.for %{{.*}} = %{{.*}} to %[[LEN]] step
+// CHECK: gpu.all_reduce maximumf
+func.func @row_max_dynamic_length(%x: memref<12x?xf32>, %out: memref<12xf32>) {
+  linalg.generic {indexing_maps = [#in2, #row2], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<12x?xf32>) outs(%out : memref<12xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.maximumf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  return
+}

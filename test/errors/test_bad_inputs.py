@@ -142,9 +142,6 @@ Xs = helper.make_tensor_value_info("X", TensorProto.FLOAT, ["batch", 4])
 m = simple_model([helper.make_node("Relu", ["X"], ["Y"])], [Xs], [Y])
 # An unpinned symbolic dim stays dynamic (docs/design/0010); what cannot
 # take one says so.
-check("dynamic dim on --target cuda",
-      [args.mcc, "compile", save(m, "symbolic.onnx"), "-o", out, "--target", "cuda"],
-      "dynamic dims on --target cuda are not supported yet; pin them with --shape", out)
 check("empty --shape bounds", compile_cmd(save(m, "symbolic1.onnx"), out, "--shape", "X=4..2x4"),
       "must satisfy 1 <= LO <= HI", out)
 Xl = helper.make_tensor_value_info("X", TensorProto.FLOAT, ["batch", 4, 2, 2])

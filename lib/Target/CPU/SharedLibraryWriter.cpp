@@ -206,17 +206,14 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
   }
 
   // mcc_model_run(void **buffers, const int64_t *dims): inputs, then
-  // outputs. On CUDA the body runs on device buffers (forward_entry) inside
-  // mcc_cuda_run, which stages host buffers and uploads the weights once;
-  // its shapes are static (compileOnnxModel refuses dynamic ones).
+  // outputs. On CUDA the body runs on device buffers (forward_entry, which
+  // reads the same dims) inside mcc_cuda_run, which stages host buffers,
+  // uploads the weights once and replays a CUDA graph per shape.
   auto isDynamic = [](const TensorSignature &t) {
     return llvm::any_of(t.shape, [](int64_t d) { return d < 0; });
   };
   bool dynamic = llvm::any_of(model.inputs, isDynamic) ||
                  llvm::any_of(model.outputs, isDynamic);
-  if (cuda && dynamic)
-    return emitError(loc) << "dynamic dims on --target cuda are not "
-                             "supported yet; pin them with --shape NAME=...";
   auto *runTy = llvm::FunctionType::get(i32, {ptrTy, ptrTy}, false);
   auto *run = llvm::Function::Create(runTy, llvm::GlobalValue::InternalLinkage,
                                      "mcc_model_run", m);
@@ -224,7 +221,7 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
   llvm::Value *deviceWeights = nullptr;
   if (cuda) {
     auto *bodyTy = llvm::FunctionType::get(llvm::Type::getVoidTy(ctx),
-                                           {ptrTy, ptrTy}, false);
+                                           {ptrTy, ptrTy, ptrTy}, false);
     bodyFn = llvm::Function::Create(bodyTy, llvm::GlobalValue::InternalLinkage,
                                     "mcc_forward_entry", m);
     deviceWeights = bodyFn->getArg(1);
@@ -254,7 +251,7 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
   // A dynamic dim is read from dims[dimsIndex + axis]; static dims and the
   // strides they make stay constants (IRBuilder folds them), so a static
   // model's code is what it was before dims existed.
-  llvm::Value *dimsArg = cuda ? nullptr : run->getArg(1);
+  llvm::Value *dimsArg = cuda ? bodyFn->getArg(2) : run->getArg(1);
   auto pushMemref = [&](llvm::Value *ptr, const std::vector<int64_t> &shape,
                         int64_t dimsIndex) {
     args.push_back(ptr);
@@ -308,48 +305,73 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
     b.CreateRet(b.getInt32(0));
   } else {
     b.CreateRetVoid();
-    std::vector<uint64_t> bytes;
-    auto sizeOf = [](const TensorSignature &t) {
-      uint64_t n = 1;
-      for (int64_t d : t.shape)
-        n *= d;
+    auto elementBytes = [](const TensorSignature &t) -> uint64_t {
       switch (t.dtype) {
       case 7:  // int64
       case 11: // double
       case 13: // uint64
-        return n * 8;
+        return 8;
       case 1:  // float
       case 6:  // int32
       case 12: // uint32
-        return n * 4;
+        return 4;
       case 4:  // uint16
       case 5:  // int16
       case 10: // float16
       case 16: // bfloat16
-        return n * 2;
+        return 2;
       default:
-        return n;
+        return 1;
       }
     };
+    std::vector<const TensorSignature *> tensors;
     for (const auto &t : model.inputs)
-      bytes.push_back(sizeOf(t));
+      tensors.push_back(&t);
     for (const auto &t : model.outputs)
-      bytes.push_back(sizeOf(t));
-    llvm::Constant *bytesArr =
-        bytes.empty()
-            ? static_cast<llvm::Constant *>(
-                  llvm::ConstantPointerNull::get(ptrTy))
-            : constantGlobal(m, llvm::ConstantDataArray::get(ctx, bytes),
-                             "mcc.buffer_bytes");
-    auto *shimTy = llvm::FunctionType::get(
-        i32, {ptrTy, i64, i64, ptrTy, ptrTy, i64, ptrTy}, false);
-    llvm::FunctionCallee shim = m.getOrInsertFunction("mcc_cuda_run", shimTy);
+      tensors.push_back(&t);
     llvm::IRBuilder<> rb(llvm::BasicBlock::Create(ctx, "entry", run));
     llvm::Value *hw = hostWeights(rb, run);
+    // Each buffer's byte size: a constant table for a static model (the
+    // shim's fast path), else computed per call from the dims, which also
+    // key the shim's graph cache.
+    llvm::Value *bytesArr = llvm::ConstantPointerNull::get(ptrTy);
+    int64_t numDims = 0;
+    if (!dynamic && !tensors.empty()) {
+      std::vector<uint64_t> bytes;
+      for (const TensorSignature *t : tensors) {
+        uint64_t n = elementBytes(*t);
+        for (int64_t d : t->shape)
+          n *= d;
+        bytes.push_back(n);
+      }
+      bytesArr = constantGlobal(m, llvm::ConstantDataArray::get(ctx, bytes),
+                                "mcc.buffer_bytes");
+    } else if (dynamic) {
+      auto *arrTy = llvm::ArrayType::get(i64, tensors.size());
+      bytesArr = rb.CreateAlloca(arrTy, nullptr, "buffer_bytes");
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        llvm::Value *n = rb.getInt64(elementBytes(*tensors[i]));
+        for (int64_t d : tensors[i]->shape) {
+          llvm::Value *size =
+              d >= 0 ? static_cast<llvm::Value *>(rb.getInt64(d))
+                     : rb.CreateLoad(
+                           i64,
+                           rb.CreateConstGEP1_64(i64, run->getArg(1), numDims),
+                           "dim");
+          n = rb.CreateMul(n, size);
+          ++numDims;
+        }
+        rb.CreateStore(n, rb.CreateConstGEP2_64(arrTy, bytesArr, 0, i));
+      }
+    }
+    auto *shimTy = llvm::FunctionType::get(
+        i32, {ptrTy, i64, i64, ptrTy, ptrTy, i64, ptrTy, ptrTy, i64}, false);
+    llvm::FunctionCallee shim = m.getOrInsertFunction("mcc_cuda_run", shimTy);
     llvm::Value *rc =
         rb.CreateCall(shim, {run->getArg(0), rb.getInt64(model.inputs.size()),
                              rb.getInt64(model.outputs.size()), bytesArr, hw,
-                             rb.getInt64(model.weightBlob.size()), bodyFn});
+                             rb.getInt64(model.weightBlob.size()), bodyFn,
+                             run->getArg(1), rb.getInt64(numDims)});
     rb.CreateRet(rc);
   }
 
@@ -397,16 +419,11 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
 
 } // namespace
 
-LogicalResult checkModelSignature(const ImportedModel &model, bool cuda,
-                                  Location loc) {
-  std::vector<std::string> names;
-  for (const SymbolInfo &s : model.symbols) {
+LogicalResult checkModelSignature(const ImportedModel &model, Location loc) {
+  for (const SymbolInfo &s : model.symbols)
     if (s.lo < 0 || s.hi < s.lo)
       return emitError(loc) << "symbol '" << s.name << "' has empty bounds "
                             << s.lo << ".." << s.hi;
-    names.push_back(s.name);
-  }
-  std::vector<std::string> dynamicDims;
   auto check = [&](const TensorSignature &t, bool input) -> LogicalResult {
     const char *role = input ? "input" : "output";
     if (!t.dimExprs.empty() && t.dimExprs.size() != t.shape.size())
@@ -430,9 +447,6 @@ LogicalResult checkModelSignature(const ImportedModel &model, bool cuda,
         return emitError(loc)
                << "internal error: input '" << t.name << "' axis " << d
                << " is '" << expr << "', not a single symbol";
-      dynamicDims.push_back(std::string(role) + " '" + t.name + "' axis " +
-                            std::to_string(d) + " (" + parsed.render(names) +
-                            ")");
     }
     return success();
   };
@@ -442,14 +456,6 @@ LogicalResult checkModelSignature(const ImportedModel &model, bool cuda,
   for (const TensorSignature &t : model.outputs)
     if (failed(check(t, false)))
       return failure();
-  if (cuda && !dynamicDims.empty()) {
-    InFlightDiagnostic diag =
-        emitError(loc) << "dynamic dims on --target cuda are not supported "
-                          "yet; pin them with --shape NAME=...";
-    for (const std::string &d : dynamicDims)
-      diag.attachNote() << d << " is dynamic";
-    return failure();
-  }
   return success();
 }
 

@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <glob.h>
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -65,6 +66,7 @@ struct Driver {
                                           unsigned long long);
   CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
   CUresult (*cuGraphDestroy)(CUgraph);
+  CUresult (*cuGraphExecDestroy)(CUgraphExec);
   CUcontext context = nullptr;
 };
 
@@ -116,7 +118,8 @@ void loadDriver() {
       bind(lib, "cuStreamEndCapture", d.cuStreamEndCapture) &&
       bind(lib, "cuGraphInstantiateWithFlags", d.cuGraphInstantiateWithFlags) &&
       bind(lib, "cuGraphLaunch", d.cuGraphLaunch) &&
-      bind(lib, "cuGraphDestroy", d.cuGraphDestroy);
+      bind(lib, "cuGraphDestroy", d.cuGraphDestroy) &&
+      bind(lib, "cuGraphExecDestroy", d.cuGraphExecDestroy);
   if (!ok) {
     driver.error = "the CUDA driver lacks a required entry point";
     return;
@@ -237,6 +240,10 @@ SHIM_HIDDEN void mgpuLaunchKernel(void *function, intptr_t gridX,
                                   intptr_t blockZ, int32_t smem, void *stream,
                                   void **params, void **extra, size_t) {
   if (runFailed)
+    return;
+  // A grid over an empty dynamic extent (an empty slice) has no work; the
+  // driver would refuse its zero size.
+  if (gridX == 0 || gridY == 0 || gridZ == 0)
     return;
   if (!function) {
     lastError = "a kernel of this model was not loaded";
@@ -471,20 +478,41 @@ SHIM_HIDDEN void mcc_gpu_sgemm_batched(float *, float *a, int64_t aOff,
 //===--- mcc run entry
 //-----------------------------------------------------===//
 
-using BodyFn = void (*)(void **deviceBuffers, void *deviceWeights);
+using BodyFn = void (*)(void **deviceBuffers, void *deviceWeights,
+                        const int64_t *dims);
 
 SHIM_EXPORT const char *mcc_cuda_last_error() { return lastError.c_str(); }
 
 namespace {
 
-/// What one thread keeps between runs of one model: its stream, device
-/// buffers for the inputs and outputs, and the run captured as a CUDA graph.
-struct RunContext {
-  CUstream stream = nullptr;
-  std::vector<CUdeviceptr> buffers;
+/// A run captured as a CUDA graph for one shape (the dims of every input
+/// and output; empty for a static model). Kernel grids, cuBLAS sizes and
+/// scratch allocations are baked into the graph, so one shape's graph
+/// cannot run another.
+struct ShapeGraph {
+  std::vector<int64_t> dims;
   int runs = 0;
   CUgraphExec graph = nullptr;
   bool graphFailed = false;
+  uint64_t lastUse = 0;
+};
+
+/// At most this many graphs per (thread, model). A graph holds its kernel
+/// nodes and its scratch memory reservation; serving every length of a
+/// text model (1..512) would keep hundreds. Sixteen covers the usual few
+/// batch sizes x bucketed lengths; past it the least recently used goes,
+/// and a shape that comes back is captured again.
+constexpr size_t kMaxShapeGraphs = 16;
+
+/// What one thread keeps between runs of one model: its stream, device
+/// buffers for the inputs and outputs (grown to the largest shape seen),
+/// and the runs captured as CUDA graphs, one per shape.
+struct RunContext {
+  CUstream stream = nullptr;
+  std::vector<CUdeviceptr> buffers;
+  std::vector<int64_t> capacity;
+  std::vector<ShapeGraph> graphs;
+  uint64_t clock = 0;
 };
 
 bool graphsEnabled() {
@@ -512,44 +540,105 @@ bool deviceWeights(const void *blob, int64_t bytes, CUdeviceptr &out) {
   return true;
 }
 
-/// Records the body into a graph on the context's stream; false (and the
-/// context falls back to direct launches) if anything refused capture.
-bool captureGraph(RunContext &ctx, BodyFn body, void **devices,
-                  CUdeviceptr weights) {
+/// Records the body into a graph on the context's stream; false (and that
+/// shape falls back to direct launches) if anything refused capture.
+bool captureGraph(RunContext &ctx, ShapeGraph &shape, BodyFn body,
+                  void **devices, CUdeviceptr weights, const int64_t *dims) {
   if (driver.cuStreamBeginCapture(
           ctx.stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) != CUDA_SUCCESS)
     return false;
-  body(devices, reinterpret_cast<void *>(weights));
+  body(devices, reinterpret_cast<void *>(weights), dims);
   CUgraph graph = nullptr;
   CUresult end = driver.cuStreamEndCapture(ctx.stream, &graph);
   bool ok = end == CUDA_SUCCESS && graph && !runFailed;
   if (ok)
     ok = driver.cuGraphInstantiateWithFlags(
-             &ctx.graph, graph,
+             &shape.graph, graph,
              CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) == CUDA_SUCCESS;
   if (graph)
     driver.cuGraphDestroy(graph);
   if (!ok) {
-    ctx.graph = nullptr;
+    shape.graph = nullptr;
     runFailed = false; // a refused capture is not a failed run
     lastError.clear();
   }
   return ok;
 }
 
+void dropGraphs(RunContext &ctx) {
+  for (ShapeGraph &g : ctx.graphs)
+    if (g.graph)
+      driver.cuGraphExecDestroy(g.graph);
+  ctx.graphs.clear();
+}
+
+/// The entry for this shape, made (evicting the least recently used past
+/// kMaxShapeGraphs) if new. A static model has one, with empty dims.
+ShapeGraph &shapeGraph(RunContext &ctx, const int64_t *dims, int64_t numDims) {
+  ++ctx.clock;
+  for (ShapeGraph &g : ctx.graphs)
+    if (static_cast<int64_t>(g.dims.size()) == numDims &&
+        std::equal(g.dims.begin(), g.dims.end(), dims)) {
+      g.lastUse = ctx.clock;
+      return g;
+    }
+  if (ctx.graphs.size() >= kMaxShapeGraphs) {
+    auto oldest =
+        std::min_element(ctx.graphs.begin(), ctx.graphs.end(),
+                         [](const ShapeGraph &a, const ShapeGraph &b) {
+                           return a.lastUse < b.lastUse;
+                         });
+    if (oldest->graph)
+      driver.cuGraphExecDestroy(oldest->graph);
+    ctx.graphs.erase(oldest);
+  }
+  ctx.graphs.push_back({std::vector<int64_t>(dims, dims + numDims)});
+  ctx.graphs.back().lastUse = ctx.clock;
+  return ctx.graphs.back();
+}
+
+/// Makes every input/output buffer hold at least `bytes`. Buffers only
+/// grow (to the largest shape seen), and growing moves them, so the graphs
+/// captured on the old addresses go too.
+bool ensureBuffers(RunContext &ctx, const int64_t *bytes, int64_t n) {
+  bool grow = false;
+  for (int64_t i = 0; i < n; ++i)
+    grow |= bytes[i] > ctx.capacity[i];
+  if (!grow)
+    return true;
+  if (!check(driver.cuStreamSynchronize(ctx.stream), "resizing buffers"))
+    return false;
+  dropGraphs(ctx);
+  for (int64_t i = 0; i < n; ++i) {
+    if (bytes[i] <= ctx.capacity[i])
+      continue;
+    if (ctx.buffers[i])
+      driver.cuMemFree(ctx.buffers[i]);
+    ctx.buffers[i] = 0;
+    ctx.capacity[i] = 0;
+    if (!check(driver.cuMemAlloc(&ctx.buffers[i], bytes[i] ? bytes[i] : 1),
+               "allocating an input/output buffer"))
+      return false;
+    ctx.capacity[i] = bytes[i];
+  }
+  return true;
+}
+
 } // namespace
 
 /// hostBuffers: inputs then outputs, in host memory or (CUDA tensors passed
 /// through the C API) device memory of the primary context; bytes: the size
-/// of each, fixed per model (mcc.buffer_bytes): the buffers are allocated
-/// once, so a model with dynamic dims is refused for cuda at compile time
-/// (checkModelSignature, docs/design/0010). The first run of a thread launches
-/// directly (and warms up cuBLAS); the second captures the run as a CUDA
-/// graph, which later runs replay (MCC_CUDA_GRAPHS=0 turns this off).
+/// of each for this call (a constant table for a static model); dims: the
+/// actual shapes, inputs then outputs, numDims of them (0 for a static
+/// model), passed to the body and keying the graph cache. Per shape, the
+/// first run launches directly (and warms up cuBLAS); the second captures
+/// the run as a CUDA graph, which later runs of that shape replay
+/// (MCC_CUDA_GRAPHS=0 turns this off).
 SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
                                  int64_t numOutputs, const int64_t *bytes,
                                  const void *weightBlob, int64_t weightBytes,
-                                 BodyFn body) {
+                                 BodyFn body, const int64_t *dims,
+                                 int64_t numDims) {
   runFailed = false;
   lastError.clear();
   if (!ready())
@@ -577,11 +666,11 @@ SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
                "creating a stream"))
       return 3;
     ctx->buffers.assign(n, 0);
-    for (int64_t i = 0; i < n; ++i)
-      if (!check(driver.cuMemAlloc(&ctx->buffers[i], bytes[i] ? bytes[i] : 1),
-                 "allocating an input/output buffer"))
-        return 3;
+    ctx->capacity.assign(n, -1);
   }
+  if (!ensureBuffers(*ctx, bytes, n))
+    return 3;
+  ShapeGraph &shape = shapeGraph(*ctx, dims, numDims);
   runStream = ctx->stream;
   // cuMemcpyAsync infers each copy's direction from the pointer (unified
   // addressing): host arrays are uploaded, and device pointers (CUDA tensors
@@ -591,27 +680,31 @@ SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
     return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p));
   };
   for (int64_t i = 0; i < numInputs && !runFailed; ++i)
-    check(driver.cuMemcpyAsync(ctx->buffers[i], address(hostBuffers[i]),
-                               bytes[i], ctx->stream),
-          "copying an input to the device");
+    if (bytes[i])
+      check(driver.cuMemcpyAsync(ctx->buffers[i], address(hostBuffers[i]),
+                                 bytes[i], ctx->stream),
+            "copying an input to the device");
   std::vector<void *> ptrs(n);
   for (int64_t i = 0; i < n; ++i)
     ptrs[i] = reinterpret_cast<void *>(ctx->buffers[i]);
   if (!runFailed) {
-    if (!ctx->graph && ctx->runs >= 1 && !ctx->graphFailed && graphsEnabled())
-      ctx->graphFailed = !captureGraph(*ctx, body, ptrs.data(), weights);
-    if (ctx->graph)
-      check(driver.cuGraphLaunch(ctx->graph, ctx->stream),
+    if (!shape.graph && shape.runs >= 1 && !shape.graphFailed &&
+        graphsEnabled())
+      shape.graphFailed =
+          !captureGraph(*ctx, shape, body, ptrs.data(), weights, dims);
+    if (shape.graph)
+      check(driver.cuGraphLaunch(shape.graph, ctx->stream),
             "launching the run's CUDA graph");
     else
-      body(ptrs.data(), reinterpret_cast<void *>(weights));
+      body(ptrs.data(), reinterpret_cast<void *>(weights), dims);
   }
   for (int64_t i = numInputs; i < n && !runFailed; ++i)
-    check(driver.cuMemcpyAsync(address(hostBuffers[i]), ctx->buffers[i],
-                               bytes[i], ctx->stream),
-          "copying an output out of the run");
+    if (bytes[i])
+      check(driver.cuMemcpyAsync(address(hostBuffers[i]), ctx->buffers[i],
+                                 bytes[i], ctx->stream),
+            "copying an output out of the run");
   check(driver.cuStreamSynchronize(ctx->stream), "running the model");
   runStream = nullptr;
-  ++ctx->runs;
+  ++shape.runs;
   return runFailed ? 4 : 0;
 }

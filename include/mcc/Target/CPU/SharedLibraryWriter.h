@@ -32,9 +32,8 @@ mlir::LogicalResult writeCpuSharedLibrary(mlir::ModuleOp module,
 /// Checks the imported signature's dynamic dims (docs/design/0010) before
 /// anything is compiled: each dim expression parses with the runtime's own
 /// parser, an input's dynamic dim is one symbol, and shape says -1 exactly
-/// where there is an expression. With `cuda`, any dynamic dim is refused
-/// (the CUDA shim sizes its buffers once per model).
-mlir::LogicalResult checkModelSignature(const ImportedModel &model, bool cuda,
+/// where there is an expression.
+mlir::LogicalResult checkModelSignature(const ImportedModel &model,
                                         mlir::Location loc);
 
 /// Fails with a message listing examples if LLVM does not know `cpu` for
