@@ -42,7 +42,8 @@ const StageText kCpuStages[] = {
      "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
      "func.func(mcc-expand-bf16),"
      "func.func(mcc-strided-copy-to-linalg),func.func(mcc-register-tile-"
-     "matmul),func.func(mcc-approximate-math),convert-linalg-to-loops,"
+     "matmul),func.func(mcc-approximate-math),"
+     "func.func(mcc-reduction-loops),convert-linalg-to-loops,"
      "scf-forall-"
      "to-parallel,convert-scf-to-openmp,"
      "canonicalize,cse"},

@@ -203,6 +203,19 @@ def ApproximateMath : Pass<"mcc-approximate-math", "mlir::func::FuncOp"> {
                            "mlir::vector::VectorDialect"];
 }
 
+def ReductionLoops : Pass<"mcc-reduction-loops", "mlir::func::FuncOp"> {
+  let summary = "Innermost reductions as loops with a register accumulator";
+  let description = [{
+    A linalg.generic on buffers whose only reduction is its innermost loop
+    becomes scf.for loops whose accumulator is an iter_arg (loaded and
+    stored once per output element, not every iteration), with a float sum
+    marked reassoc so that LLVM vectorizes it. Other generics are left to
+    convert-linalg-to-loops.
+  }];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::affine::AffineDialect",
+                           "mlir::memref::MemRefDialect", "mlir::arith::ArithDialect"];
+}
+
 def GpuLibdeviceCalls : Pass<"mcc-gpu-libdevice-calls", "mlir::ModuleOp"> {
   let summary = "Float remainders in kernels call libdevice's fmod";
   let description = [{
