@@ -169,6 +169,28 @@ def RegisterTileMatmul
                            "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
 }
 
+def VectorizeDepthwiseConv
+    : Pass<"mcc-vectorize-depthwise-conv", "mlir::func::FuncOp"> {
+  let summary = "f32 depthwise convolutions on buffers as vector loops along W";
+  let description = [{
+    Each buffer-level f32 linalg.depthwise_conv_2d_nchw_chw whose input and
+    output rows are unit-stride becomes scf loops over (n, c, oh) around a
+    kernel that keeps `vectors` vectors of `lanes` outputs of one row in
+    registers across the KH x KW window (unrolled): one input vector load
+    (a wider load and a shuffle for a strided convolution), one broadcast
+    weight, one vector.fma per vector and step. The channel's weights are
+    broadcast outside the row loop. The end of a row uses masked loads and
+    stores.
+  }];
+  let options = [
+    Option<"lanes", "lanes", "int64_t", "16", "f32 lanes per vector">,
+    Option<"vectors", "vectors", "int64_t", "4",
+           "Output vectors per register block (independent fma chains)">,
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
+                           "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
+}
+
 def GpuRowReductions : Pass<"mcc-gpu-row-reductions", "mlir::func::FuncOp"> {
   let summary = "Reductions on the GPU: one thread block per reduced row";
   let description = [{
