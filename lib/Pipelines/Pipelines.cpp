@@ -25,7 +25,8 @@ const StageText kCpuStages[] = {
      "func.func(mcc-fuse-elementwise),canonicalize,cse"},
     {"mcc-cpu-tile",
      "tile ops into parallel scf.forall tiles; reorder contraction loops",
-     "func.func(mcc-tile-for-cpu),canonicalize,cse,"
+     "func.func(mcc-pad-into-producer),func.func(mcc-tile-for-cpu),"
+     "canonicalize,cse,"
      "func.func(mcc-interchange-contraction-loops)"},
     {"mcc-cpu-bufferize",
      "one-shot bufferization; results become caller-owned out-params",

@@ -43,6 +43,22 @@ def TileForCpu : Pass<"mcc-tile-for-cpu", "mlir::func::FuncOp"> {
                            "mlir::linalg::LinalgDialect", "mlir::affine::AffineDialect"];
 }
 
+def PadIntoProducer : Pass<"mcc-pad-into-producer", "mlir::func::FuncOp"> {
+  let summary = "Padded tensors: fill the border only, produce the interior in place";
+  let description = [{
+    A static tensor.pad with a constant padding value becomes linalg.fill
+    ops on its border strips of a fresh tensor and a tensor.insert_slice of
+    the source into the interior. When the source is the only result of a
+    linalg op that writes a tensor.empty without reading it, that op's init
+    becomes the interior slice, so after bufferization the producer writes
+    into the padded buffer and no copy or full fill remains.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::bufferization::BufferizationDialect"];
+}
+
 def InterchangeContractionLoops
     : Pass<"mcc-interchange-contraction-loops", "mlir::func::FuncOp"> {
   let summary = "Move reduction loops of matmuls and convolutions outward";
