@@ -178,6 +178,25 @@ int64_t outputElements(linalg::LinalgOp op) {
   return n;
 }
 
+/// Multiply-adds of a static matrix product (0 for other ops): a matrix-
+/// vector product (a classifier or squeeze-excite at batch 1) has few
+/// outputs but may stream megabytes of weights.
+int64_t productWork(linalg::LinalgOp op) {
+  if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
+    return 0;
+  int64_t work = 1;
+  for (int64_t r : op.getStaticLoopRanges()) {
+    if (ShapedType::isDynamic(r))
+      return 0;
+    work *= r;
+  }
+  return work;
+}
+
+/// Products below this many multiply-adds per minimum tile element stay
+/// whole when their output is small: a thread's start costs about as much.
+constexpr int64_t kWorkPerOutputElement = 64;
+
 struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
   using TileForCpuBase::TileForCpuBase;
 
@@ -189,7 +208,8 @@ struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
     for (Operation &op : func.getBody().front())
       if (auto lop = dyn_cast<linalg::LinalgOp>(&op))
         if (!isa<linalg::FillOp>(&op) && lop.hasPureTensorSemantics() &&
-            outputElements(lop) >= minTileElements)
+            (outputElements(lop) >= minTileElements ||
+             productWork(lop) >= minTileElements * kWorkPerOutputElement))
           candidates.push_back(lop);
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : candidates) {

@@ -147,6 +147,10 @@ private:
       Value ow = v ? arith::AddIOp::create(b, loc, ow0, idx(v * lanes)) : ow0;
       ows.push_back(ow);
       SmallVector<Value, 4> at{n, c, oh, ow};
+      if (initValue) {
+        accs.push_back(vector::BroadcastOp::create(b, loc, vecType, initValue));
+        continue;
+      }
       accs.push_back(valid ? vector::MaskedLoadOp::create(
                                  b, loc, vecType, out, at,
                                  mask(vecType, valid), zeros(vecType))
@@ -177,6 +181,12 @@ private:
 
   OpBuilder &b;
   Location loc;
+public:
+  /// The value a fill just before the op wrote to the whole output: the
+  /// accumulators start from it and the output is not read.
+  Value initValue;
+
+private:
   Value x, w, out, inWidth;
   int64_t sh, sw, dh, dw, kh, kw, lanes, vectors;
   VectorType vecType, wideType;
@@ -217,12 +227,21 @@ struct VectorizeDepthwiseConvPass
     });
     for (linalg::DepthwiseConv2DNchwChwOp op : ops) {
       OpBuilder b(op);
-      DepthwiseEmitter(b, op.getLoc(), op.getDpsInputs()[0],
-                       op.getDpsInputs()[1], op.getDpsInits()[0],
-                       ints(op.getStrides()), ints(op.getDilations()), lanes,
-                       vectors)
-          .emit();
+      DepthwiseEmitter emitter(b, op.getLoc(), op.getDpsInputs()[0],
+                               op.getDpsInputs()[1], op.getDpsInits()[0],
+                               ints(op.getStrides()), ints(op.getDilations()),
+                               lanes, vectors);
+      // The accumulator's fill (fused into the same tile) is folded into
+      // the kernel: one pass over the output instead of two.
+      auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+      if (fill && fill.hasPureBufferSemantics() &&
+          fill.getDpsInits()[0] == op.getDpsInits()[0] &&
+          fill.value().getType().isF32())
+        emitter.initValue = fill.value();
+      emitter.emit();
       op->erase();
+      if (emitter.initValue)
+        fill->erase();
     }
   }
 };

@@ -117,3 +117,4 @@ func.func @depthwise(%x: tensor<1x2x18x18xf32>, %w: tensor<2x3x3xf32>) -> tensor
     ins(%x, %w : tensor<1x2x18x18xf32>, tensor<2x3x3xf32>) outs(%f : tensor<1x2x16x16xf32>) -> tensor<1x2x16x16xf32>
   return %r : tensor<1x2x16x16xf32>
 }
+

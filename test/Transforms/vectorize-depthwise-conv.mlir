@@ -51,3 +51,17 @@ func.func @left_alone(%x: memref<1x2x5x5xf64>, %w: memref<2x3x3xf64>, %o: memref
     ins(%y, %v : memref<1x2x5x5xf32, strided<[50, 25, 5, 2]>>, memref<2x3x3xf32>) outs(%p : memref<1x2x3x3xf32>)
   return
 }
+
+// The output's fill just before the op seeds the accumulators instead of
+// being written and read back.
+// CHECK-LABEL: func.func @filled
+// CHECK-NOT: linalg.fill
+// CHECK: %[[INIT:.*]] = vector.broadcast %arg3 : f32 to vector<8xf32>
+// CHECK-NOT: vector.load %arg2
+// CHECK: vector.fma {{.*}}, {{.*}}, %[[INIT]]
+func.func @filled(%x: memref<1x1x10x10xf32>, %w: memref<1x3x3xf32>, %o: memref<1x1x8x8xf32>, %bias: f32) {
+  linalg.fill ins(%bias : f32) outs(%o : memref<1x1x8x8xf32>)
+  linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %w : memref<1x1x10x10xf32>, memref<1x3x3xf32>) outs(%o : memref<1x1x8x8xf32>)
+  return
+}
