@@ -120,9 +120,8 @@ std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &options) {
       std::string depthwise = "mcc-vectorize-depthwise-conv";
       at = text.find(depthwise);
       if (at != std::string::npos)
-        text.insert(at + depthwise.size(), options.cpuVectorBits == 256
-                                               ? "{lanes=8}"
-                                               : "{lanes=4}");
+        text.insert(at + depthwise.size(),
+                    options.cpuVectorBits == 256 ? "{lanes=8}" : "{lanes=4}");
     }
     stages.push_back(textStage(s.name, s.summary, text));
   }

@@ -29,12 +29,12 @@ namespace {
 /// Fills `box` (offsets, sizes) of `dest` with `value`, in place.
 Value fillBox(OpBuilder &b, Location loc, Value dest, ArrayRef<int64_t> offsets,
               ArrayRef<int64_t> sizes, Value value) {
-  SmallVector<OpFoldResult> off = getAsIndexOpFoldResult(b.getContext(), offsets),
+  SmallVector<OpFoldResult> off =
+                                getAsIndexOpFoldResult(b.getContext(), offsets),
                             sz = getAsIndexOpFoldResult(b.getContext(), sizes),
                             one(offsets.size(), b.getIndexAttr(1));
   Value slice = tensor::ExtractSliceOp::create(b, loc, dest, off, sz, one);
-  Value filled =
-      linalg::FillOp::create(b, loc, value, slice).getResult(0);
+  Value filled = linalg::FillOp::create(b, loc, value, slice).getResult(0);
   return tensor::InsertSliceOp::create(b, loc, filled, dest, off, sz, one);
 }
 
@@ -80,16 +80,16 @@ LogicalResult rewritePad(RewriterBase &rw, tensor::PadOp pad) {
   // An allocation, not a tensor.empty: CSE would merge two pads of one
   // shape into one tensor that both producers write (and bufferization
   // would then copy to keep them apart).
-  Value dest = bufferization::AllocTensorOp::create(rw, loc, type,
-                                                    ValueRange{});
+  Value dest =
+      bufferization::AllocTensorOp::create(rw, loc, type, ValueRange{});
   // Border strips: along dim d, the low and high slabs span the interior
   // in the dims before d and everything in the dims after it, so the
   // strips are disjoint and cover exactly the border.
   unsigned rank = full.size();
   for (unsigned d = 0; d < rank; ++d) {
     int64_t hi = full[d] - low[d] - src[d];
-    for (auto [start, len] : {std::pair{int64_t(0), low[d]},
-                              std::pair{low[d] + src[d], hi}}) {
+    for (auto [start, len] :
+         {std::pair{int64_t(0), low[d]}, std::pair{low[d] + src[d], hi}}) {
       if (len == 0)
         continue;
       SmallVector<int64_t> off(rank), sz(rank);
@@ -109,13 +109,11 @@ LogicalResult rewritePad(RewriterBase &rw, tensor::PadOp pad) {
     // The producer writes into the interior slice of the padded tensor.
     Value interior =
         tensor::ExtractSliceOp::create(rw, loc, dest, off, sz, one);
-    rw.modifyOpInPlace(producer, [&] {
-      producer.getDpsInitOperand(0)->set(interior);
-    });
+    rw.modifyOpInPlace(producer,
+                       [&] { producer.getDpsInitOperand(0)->set(interior); });
     rw.setInsertionPoint(pad);
   }
-  rw.replaceOpWithNewOp<tensor::InsertSliceOp>(pad, source, dest, off, sz,
-                                               one);
+  rw.replaceOpWithNewOp<tensor::InsertSliceOp>(pad, source, dest, off, sz, one);
   return success();
 }
 

@@ -47,8 +47,7 @@ public:
   }
 
   void emit() {
-    Value N = dim(out, 0), C = dim(out, 1), OH = dim(out, 2),
-          OW = dim(out, 3);
+    Value N = dim(out, 0), C = dim(out, 1), OH = dim(out, 2), OW = dim(out, 3);
     inWidth = dim(x, 3);
     // Outputs whose `sw`-float input blocks all lie inside the row: their
     // wide loads need no mask.
@@ -124,9 +123,8 @@ private:
     Value wide;
     if (masked) {
       Value left = arith::SubIOp::create(b, loc, inWidth, iw);
-      wide = vector::MaskedLoadOp::create(b, loc, wideType, x, at,
-                                          mask(wideType, left),
-                                          zeros(wideType));
+      wide = vector::MaskedLoadOp::create(
+          b, loc, wideType, x, at, mask(wideType, left), zeros(wideType));
     } else {
       wide = vector::LoadOp::create(b, loc, wideType, x, at);
     }
@@ -151,11 +149,11 @@ private:
         accs.push_back(vector::BroadcastOp::create(b, loc, vecType, initValue));
         continue;
       }
-      accs.push_back(valid ? vector::MaskedLoadOp::create(
-                                 b, loc, vecType, out, at,
-                                 mask(vecType, valid), zeros(vecType))
-                           : vector::LoadOp::create(b, loc, vecType, out, at)
-                                 .getResult());
+      accs.push_back(
+          valid ? vector::MaskedLoadOp::create(b, loc, vecType, out, at,
+                                               mask(vecType, valid),
+                                               zeros(vecType))
+                : vector::LoadOp::create(b, loc, vecType, out, at).getResult());
     }
     for (int64_t i = 0; i < kh; ++i) {
       Value row = arith::AddIOp::create(b, loc, ih, idx(i * dh));
@@ -165,8 +163,8 @@ private:
               b, loc, arith::MulIOp::create(b, loc, ows[v], idx(sw)),
               idx(j * dw));
           Value in = loadInput(n, c, row, iw, bool(valid));
-          accs[v] = vector::FMAOp::create(b, loc, in, weights[i * kw + j],
-                                          accs[v]);
+          accs[v] =
+              vector::FMAOp::create(b, loc, in, weights[i * kw + j], accs[v]);
         }
     }
     for (int64_t v = 0; v < count; ++v) {
@@ -181,6 +179,7 @@ private:
 
   OpBuilder &b;
   Location loc;
+
 public:
   /// The value a fill just before the op wrote to the whole output: the
   /// accumulators start from it and the output is not read.
