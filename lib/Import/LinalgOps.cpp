@@ -156,8 +156,24 @@ LogicalResult lowerMatMul(NodeLowering &n) {
   return success();
 }
 
-/// A 2-D operand, transposed if asked; literals are transposed while
-/// compiling so weights arrive in the layout the product wants.
+/// Input `i` (2-D), transposed if asked; a literal (a weight) is transposed
+/// while compiling, so it arrives in the layout the product wants instead of
+/// being copied on every run.
+static Value gemmOperand(NodeLowering &n, size_t i, bool transpose) {
+  if (!transpose)
+    return n.value(i);
+  if (n.isLiteral(i)) {
+    const Shape &in = n.shape(i);
+    GraphValue t;
+    t.dtype = n.dtype(i);
+    t.shape = {in[1], in[0]};
+    t.literal = n.literal(i).gather(t.shape, [&](const int64_t *idx) {
+      return idx[1] * in[1] + idx[0];
+    });
+    return n.materialize(t);
+  }
+  return emitTranspose(n.builder(), n.loc(), n.value(i), {1, 0});
+}
 
 LogicalResult lowerGemm(NodeLowering &n) {
   if (n.rank(0) != 2 || n.rank(1) != 2)
@@ -166,11 +182,7 @@ LogicalResult lowerGemm(NodeLowering &n) {
   double alpha = n.attrFloat("alpha", 1.0f), beta = n.attrFloat("beta", 1.0f);
   OpBuilder &b = n.builder();
   Location loc = n.loc();
-  Value a = n.value(0), bm = n.value(1);
-  if (ta)
-    a = emitTranspose(b, loc, a, {1, 0});
-  if (tb)
-    bm = emitTranspose(b, loc, bm, {1, 0});
+  Value a = gemmOperand(n, 0, ta), bm = gemmOperand(n, 1, tb);
   Shape as = shapeOf(a), bs = shapeOf(bm);
   if (as[1] != bs[0])
     return n.fail("inner dimensions differ");

@@ -25,7 +25,8 @@ const StageText kCpuStages[] = {
      "func.func(mcc-fuse-elementwise),canonicalize,cse"},
     {"mcc-cpu-tile",
      "tile ops into parallel scf.forall tiles; reorder contraction loops",
-     "func.func(mcc-tile-for-cpu),canonicalize,cse,"
+     "func.func(mcc-pad-into-producer),func.func(mcc-tile-for-cpu),"
+     "canonicalize,cse,"
      "func.func(mcc-interchange-contraction-loops)"},
     {"mcc-cpu-bufferize",
      "one-shot bufferization; results become caller-owned out-params",
@@ -42,8 +43,9 @@ const StageText kCpuStages[] = {
      "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
      "func.func(mcc-expand-bf16),"
      "func.func(mcc-strided-copy-to-linalg),func.func(mcc-register-tile-"
-     "matmul),func.func(mcc-approximate-math),"
-     "func.func(mcc-reduction-loops),convert-linalg-to-loops,"
+     "matmul),func.func(mcc-vectorize-depthwise-conv),"
+     "func.func(mcc-approximate-math),func.func(mcc-reduction-loops),"
+     "convert-linalg-to-loops,"
      "scf-forall-"
      "to-parallel,convert-scf-to-openmp,"
      "canonicalize,cse"},
@@ -118,6 +120,11 @@ std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &options) {
         text.insert(at + kernel.size(),
                     options.cpuVectorBits == 256 ? "{rows=6 lanes=8}"
                                                  : "{rows=4 lanes=4}");
+      std::string depthwise = "mcc-vectorize-depthwise-conv";
+      at = text.find(depthwise);
+      if (at != std::string::npos)
+        text.insert(at + depthwise.size(),
+                    options.cpuVectorBits == 256 ? "{lanes=8}" : "{lanes=4}");
     }
     stages.push_back(textStage(s.name, s.summary, text));
   }

@@ -29,8 +29,9 @@ std::optional<SmallVector<unsigned>> innerParallelOrder(Operation *op) {
   // conv nchw_fchw (n, f, oh, ow, c, kh, kw) -> (n, f, c, kh, kw, oh, ow)
   if (isa<linalg::Conv2DNchwFchwOp>(op))
     return SmallVector<unsigned>{0, 1, 4, 5, 6, 2, 3};
-  // depthwise nchw_chw (n, oh, ow, c, kh, kw) -> (n, c, kh, kw, oh, ow)
-  if (isa<linalg::DepthwiseConv2DNchwChwOp>(op))
+  // depthwise nchw_chw (n, oh, ow, c, kh, kw) -> (n, c, kh, kw, oh, ow);
+  // f32 ones stay named for mcc-vectorize-depthwise-conv.
+  if (isa<linalg::DepthwiseConv2DNchwChwOp>(op) && !f32)
     return SmallVector<unsigned>{0, 3, 4, 5, 1, 2};
   // ngchw_gfchw (n, g, f, oh, ow, c, kh, kw) -> (n, g, f, c, kh, kw, oh, ow)
   if (isa<linalg::Conv2DNgchwGfchwOp>(op))

@@ -54,9 +54,15 @@ public:
     Block *body = b.createBlock(&scope.getBodyRegion());
     b.setInsertionPointToStart(body);
     int64_t nr = shape.vectors * shape.lanes;
-    pack = memref::AllocaOp::create(
-        b, loc, MemRefType::get({shape.kBlock, nr}, b.getF32Type()));
     unsigned r = cast<MemRefType>(c.getType()).getRank();
+    // With at most one row block (a matrix-vector product such as a
+    // classifier at batch 1) each panel would be read once after packing:
+    // the kernel reads B in place instead.
+    int64_t staticM = cast<MemRefType>(c.getType()).getDimSize(r - 2);
+    direct = !ShapedType::isDynamic(staticM) && staticM <= shape.rows;
+    if (!direct)
+      pack = memref::AllocaOp::create(
+          b, loc, MemRefType::get({shape.kBlock, nr}, b.getF32Type()));
     Value M = memref::DimOp::create(b, loc, c, r - 2);
     Value N = memref::DimOp::create(b, loc, c, r - 1);
     Value K = memref::DimOp::create(
@@ -105,6 +111,8 @@ private:
   /// columns past `cols`: B rows are far apart in memory (often a multiple
   /// of 4 KiB, so they collide in the same L1 sets), the panel's are not.
   void packPanel(Value k0, Value kEnd, Value n0, Value cols) {
+    if (direct)
+      return;
     forLoop(k0, kEnd, 1, [&](Value k) {
       Value row = arith::SubIOp::create(b, loc, k, k0);
       for (int64_t j = 0; j < shape.vectors; ++j)
@@ -181,8 +189,10 @@ private:
           SmallVector<Value> bv, out;
           Value row = arith::SubIOp::create(b, loc, k, k0);
           for (int64_t j = 0; j < shape.vectors; ++j)
-            bv.push_back(vector::LoadOp::create(
-                b, loc, vecType, pack, ValueRange{row, idx(j * shape.lanes)}));
+            bv.push_back(direct ? load(bm, k, n0, cols, j)
+                                : vector::LoadOp::create(
+                                      b, loc, vecType, pack,
+                                      ValueRange{row, idx(j * shape.lanes)}));
           for (int64_t i = 0; i < rows; ++i) {
             // A broadcast over the batch (a 2-D A) takes no batch index.
             SmallVector<Value> aIdx =
@@ -205,6 +215,7 @@ private:
   OpBuilder &b;
   Location loc;
   Value a, bm, c, pack;
+  bool direct = false;
   ValueRange batch;
   KernelShape shape;
   VectorType vecType, maskType;

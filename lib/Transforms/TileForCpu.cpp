@@ -141,6 +141,26 @@ SmallVector<int64_t> chooseMatmulTileSizes(linalg::LinalgOp op,
   return sizes;
 }
 
+/// Depthwise convolutions (n, oh, ow, c, kh, kw) tile over channels, then
+/// output rows when there are fewer channels than `target`; rows stay
+/// whole, as mcc-vectorize-depthwise-conv walks them in vectors.
+SmallVector<int64_t> chooseDepthwiseTileSizes(linalg::LinalgOp op,
+                                              int64_t target) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<int64_t> sizes(ranges.size(), 0);
+  int64_t n = ranges[0], oh = ranges[1], c = ranges[3];
+  if (ShapedType::isDynamic(n) || n > 1)
+    sizes[0] = 1;
+  if (ShapedType::isDynamic(c) || ShapedType::isDynamic(oh))
+    return sizes;
+  int64_t cTiles = std::min(c, target);
+  sizes[3] = (c + cTiles - 1) / cTiles;
+  int64_t rowTiles = std::min(oh, (target + cTiles - 1) / cTiles);
+  if (rowTiles > 1)
+    sizes[1] = (oh + rowTiles - 1) / rowTiles;
+  return sizes;
+}
+
 /// Output elements, for the min-tile-elements cut; a dynamic dim counts as
 /// kAssumedDynamicRows (it is usually a batch or a sequence, and a tile
 /// loop costs little when it turns out small).
@@ -158,6 +178,25 @@ int64_t outputElements(linalg::LinalgOp op) {
   return n;
 }
 
+/// Multiply-adds of a static matrix product (0 for other ops): a matrix-
+/// vector product (a classifier or squeeze-excite at batch 1) has few
+/// outputs but may stream megabytes of weights.
+int64_t productWork(linalg::LinalgOp op) {
+  if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
+    return 0;
+  int64_t work = 1;
+  for (int64_t r : op.getStaticLoopRanges()) {
+    if (ShapedType::isDynamic(r))
+      return 0;
+    work *= r;
+  }
+  return work;
+}
+
+/// Products below this many multiply-adds per minimum tile element stay
+/// whole when their output is small: a thread's start costs about as much.
+constexpr int64_t kWorkPerOutputElement = 64;
+
 struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
   using TileForCpuBase::TileForCpuBase;
 
@@ -169,16 +208,21 @@ struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
     for (Operation &op : func.getBody().front())
       if (auto lop = dyn_cast<linalg::LinalgOp>(&op))
         if (!isa<linalg::FillOp>(&op) && lop.hasPureTensorSemantics() &&
-            outputElements(lop) >= minTileElements)
+            (outputElements(lop) >= minTileElements ||
+             productWork(lop) >= minTileElements * kWorkPerOutputElement))
           candidates.push_back(lop);
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : candidates) {
       rewriter.setInsertionPoint(op);
-      SmallVector<OpFoldResult> sizes =
-          isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op)
-              ? getAsIndexOpFoldResult(&getContext(),
-                                       chooseMatmulTileSizes(op, 8))
-              : chooseTileSizes(rewriter, op, targetTiles);
+      SmallVector<OpFoldResult> sizes;
+      if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
+        sizes = getAsIndexOpFoldResult(&getContext(),
+                                       chooseMatmulTileSizes(op, 8));
+      else if (isa<linalg::DepthwiseConv2DNchwChwOp>(op))
+        sizes = getAsIndexOpFoldResult(
+            &getContext(), chooseDepthwiseTileSizes(op, targetTiles));
+      else
+        sizes = chooseTileSizes(rewriter, op, targetTiles);
       if (llvm::all_of(sizes, isZeroInteger))
         continue;
       scf::SCFTilingOptions tiling;

@@ -39,6 +39,20 @@ func.func @conv(%x: tensor<1x3x10x10xf32>, %w: tensor<8x3x3x3xf32>, %o: tensor<1
   return %r : tensor<1x8x8x8xf32>
 }
 
+// Depthwise: an f32 one stays named for mcc-vectorize-depthwise-conv;
+// others iterate (n, c, kh, kw, oh, ow).
+// CHECK-LABEL: func.func @depthwise
+// CHECK: linalg.depthwise_conv_2d_nchw_chw
+// CHECK: iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel", "parallel"]
+func.func @depthwise(%x: tensor<1x3x10x10xf32>, %w: tensor<3x3x3xf32>, %o: tensor<1x3x8x8xf32>,
+                     %y: tensor<1x3x10x10xf64>, %v: tensor<3x3x3xf64>, %p: tensor<1x3x8x8xf64>) -> (tensor<1x3x8x8xf32>, tensor<1x3x8x8xf64>) {
+  %r = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x3x10x10xf32>, tensor<3x3x3xf32>) outs(%o : tensor<1x3x8x8xf32>) -> tensor<1x3x8x8xf32>
+  %s = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%y, %v : tensor<1x3x10x10xf64>, tensor<3x3x3xf64>) outs(%p : tensor<1x3x8x8xf64>) -> tensor<1x3x8x8xf64>
+  return %r, %s : tensor<1x3x8x8xf32>, tensor<1x3x8x8xf64>
+}
+
 // Elementwise ops are left alone.
 // CHECK-LABEL: func.func @other
 // CHECK: linalg.transpose

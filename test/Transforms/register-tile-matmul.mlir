@@ -81,3 +81,15 @@ func.func @dynamic_rows(%a: memref<?x64xf32>, %b: memref<64x32xf32, strided<[64,
   linalg.matmul ins(%a, %b : memref<?x64xf32>, memref<64x32xf32, strided<[64, 1], offset: ?>>) outs(%c : memref<?x32xf32, strided<[64, 1], offset: ?>>)
   return
 }
+
+// At most one row block (a matrix-vector product): no packing, the kernel
+// loads B in place.
+// CHECK-LABEL: func.func @one_row
+// CHECK-NOT: memref.alloca()
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: vector.load %arg1
+// CHECK: vector.fma
+func.func @one_row(%a: memref<1x64xf32>, %b: memref<64x32xf32>, %c: memref<1x32xf32>) {
+  linalg.matmul ins(%a, %b : memref<1x64xf32>, memref<64x32xf32>) outs(%c : memref<1x32xf32>)
+  return
+}

@@ -103,3 +103,18 @@ func.func @dynamic_matmul(%a: tensor<?x64xf32>, %b: tensor<64x256xf32>) -> tenso
   %r = linalg.matmul ins(%a, %b : tensor<?x64xf32>, tensor<64x256xf32>) outs(%f : tensor<?x256xf32>) -> tensor<?x256xf32>
   return %r : tensor<?x256xf32>
 }
+
+// Depthwise convolutions tile over channels first: 2 channels for 8 tiles
+// means 4 row tiles each; output rows (ow) stay whole for the vector kernel.
+// CHECK-LABEL: func.func @depthwise
+// CHECK: scf.forall ({{.*}}) = (0, 0) to (16, 2) step (4, 1)
+// CHECK:   linalg.depthwise_conv_2d_nchw_chw {{.*}} -> tensor<1x1x4x16xf32>
+func.func @depthwise(%x: tensor<1x2x18x18xf32>, %w: tensor<2x3x3xf32>) -> tensor<1x2x16x16xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x2x16x16xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x2x16x16xf32>) -> tensor<1x2x16x16xf32>
+  %r = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %w : tensor<1x2x18x18xf32>, tensor<2x3x3xf32>) outs(%f : tensor<1x2x16x16xf32>) -> tensor<1x2x16x16xf32>
+  return %r : tensor<1x2x16x16xf32>
+}
+

@@ -43,6 +43,22 @@ def TileForCpu : Pass<"mcc-tile-for-cpu", "mlir::func::FuncOp"> {
                            "mlir::linalg::LinalgDialect", "mlir::affine::AffineDialect"];
 }
 
+def PadIntoProducer : Pass<"mcc-pad-into-producer", "mlir::func::FuncOp"> {
+  let summary = "Padded tensors: fill the border only, produce the interior in place";
+  let description = [{
+    A static tensor.pad with a constant padding value becomes linalg.fill
+    ops on its border strips of a fresh tensor and a tensor.insert_slice of
+    the source into the interior. When the source is the only result of a
+    linalg op that writes a tensor.empty without reading it, that op's init
+    becomes the interior slice, so after bufferization the producer writes
+    into the padded buffer and no copy or full fill remains.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::bufferization::BufferizationDialect"];
+}
+
 def InterchangeContractionLoops
     : Pass<"mcc-interchange-contraction-loops", "mlir::func::FuncOp"> {
   let summary = "Move reduction loops of matmuls and convolutions outward";
@@ -164,6 +180,28 @@ def RegisterTileMatmul
     Option<"lanes", "lanes", "int64_t", "16", "f32 lanes per vector">,
     Option<"kBlock", "k-block", "int64_t", "256",
            "Steps of K per pass over a block of C">,
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
+                           "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
+}
+
+def VectorizeDepthwiseConv
+    : Pass<"mcc-vectorize-depthwise-conv", "mlir::func::FuncOp"> {
+  let summary = "f32 depthwise convolutions on buffers as vector loops along W";
+  let description = [{
+    Each buffer-level f32 linalg.depthwise_conv_2d_nchw_chw whose input and
+    output rows are unit-stride becomes scf loops over (n, c, oh) around a
+    kernel that keeps `vectors` vectors of `lanes` outputs of one row in
+    registers across the KH x KW window (unrolled): one input vector load
+    (a wider load and a shuffle for a strided convolution), one broadcast
+    weight, one vector.fma per vector and step. The channel's weights are
+    broadcast outside the row loop. The end of a row uses masked loads and
+    stores.
+  }];
+  let options = [
+    Option<"lanes", "lanes", "int64_t", "16", "f32 lanes per vector">,
+    Option<"vectors", "vectors", "int64_t", "4",
+           "Output vectors per register block (independent fma chains)">,
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
                            "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];

@@ -1,0 +1,248 @@
+//===- VectorizeDepthwiseConv.cpp - depthwise convolutions along W --------===//
+//
+// A buffer-level f32 linalg.depthwise_conv_2d_nchw_chw becomes loops over
+// (n, c, oh) around a kernel that keeps a few vectors of one output row in
+// registers while it walks the KH x KW window: each window step is one
+// vector load of the input row (strided rows read `stride` times as many
+// floats and keep every stride-th), one broadcast weight and one fma per
+// vector. The channel's weights are broadcast once, outside the row loop.
+// Without this, the op lowers to scalar loops whose inner loop either runs
+// over the window or carries the output through memory.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mcc/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mcc {
+#define GEN_PASS_DEF_VECTORIZEDEPTHWISECONV
+#include "mcc/Transforms/Passes.h.inc"
+} // namespace mcc
+
+using namespace mlir;
+
+namespace {
+
+/// Emits out[n, c, oh, ow] += sum_(kh, kw) x[n, c, oh*sh + kh*dh, ow*sw +
+/// kw*dw] * w[c, kh, kw] for one op, every size but the window's read from
+/// the buffers at run time.
+class DepthwiseEmitter {
+public:
+  DepthwiseEmitter(OpBuilder &b, Location loc, Value x, Value w, Value out,
+                   ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                   int64_t lanes, int64_t vectors)
+      : b(b), loc(loc), x(x), w(w), out(out), sh(strides[0]), sw(strides[1]),
+        dh(dilations[0]), dw(dilations[1]), lanes(lanes), vectors(vectors) {
+    auto wShape = cast<MemRefType>(w.getType()).getShape();
+    kh = wShape[1];
+    kw = wShape[2];
+    vecType = VectorType::get({lanes}, b.getF32Type());
+    wideType = VectorType::get({lanes * sw}, b.getF32Type());
+  }
+
+  void emit() {
+    Value N = dim(out, 0), C = dim(out, 1), OH = dim(out, 2), OW = dim(out, 3);
+    inWidth = dim(x, 3);
+    // Outputs whose `sw`-float input blocks all lie inside the row: their
+    // wide loads need no mask.
+    Value span = arith::SubIOp::create(b, loc, inWidth, idx((kw - 1) * dw));
+    Value safe = arith::MaxSIOp::create(
+        b, loc, arith::DivSIOp::create(b, loc, span, idx(sw)), idx(0));
+    safe = arith::MinSIOp::create(b, loc, safe, OW);
+    int64_t block = lanes * vectors;
+    Value blockEnd = roundDown(safe, block);
+    Value vecEnd = arith::AddIOp::create(
+        b, loc, blockEnd,
+        roundDown(arith::SubIOp::create(b, loc, safe, blockEnd), lanes));
+    forLoop(idx(0), N, 1, [&](Value n) {
+      forLoop(idx(0), C, 1, [&](Value c) {
+        weights.clear();
+        for (int64_t i = 0; i < kh; ++i)
+          for (int64_t j = 0; j < kw; ++j) {
+            Value s = memref::LoadOp::create(b, loc, w,
+                                             ValueRange{c, idx(i), idx(j)});
+            weights.push_back(vector::BroadcastOp::create(b, loc, vecType, s));
+          }
+        forLoop(idx(0), OH, 1, [&](Value oh) {
+          Value ih = arith::MulIOp::create(b, loc, oh, idx(sh));
+          auto row = [&](Value ow0, int64_t count, Value valid) {
+            rowBlock(n, c, oh, ih, ow0, count, valid);
+          };
+          forLoop(idx(0), blockEnd, block,
+                  [&](Value ow0) { row(ow0, vectors, Value()); });
+          forLoop(blockEnd, vecEnd, lanes,
+                  [&](Value ow0) { row(ow0, 1, Value()); });
+          // The rest of the row, masked on both the output and the input.
+          forLoop(vecEnd, OW, lanes, [&](Value ow0) {
+            row(ow0, 1, arith::SubIOp::create(b, loc, OW, ow0));
+          });
+        });
+      });
+    });
+  }
+
+private:
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value dim(Value m, int64_t i) { return memref::DimOp::create(b, loc, m, i); }
+
+  Value roundDown(Value v, int64_t m) {
+    Value rem = arith::RemUIOp::create(b, loc, v, idx(m));
+    return arith::SubIOp::create(b, loc, v, rem);
+  }
+
+  void forLoop(Value lo, Value hi, int64_t step,
+               llvm::function_ref<void(Value)> body) {
+    scf::ForOp::create(b, loc, lo, hi, idx(step), ValueRange{},
+                       [&](OpBuilder &, Location, Value iv, ValueRange) {
+                         body(iv);
+                         scf::YieldOp::create(b, loc);
+                       });
+  }
+
+  Value zeros(VectorType t) {
+    return arith::ConstantOp::create(b, loc, t,
+                                     DenseElementsAttr::get(t, 0.0f));
+  }
+
+  Value mask(VectorType t, Value count) {
+    return vector::CreateMaskOp::create(
+        b, loc, VectorType::get(t.getShape(), b.getI1Type()),
+        ValueRange{count});
+  }
+
+  /// `lanes` inputs sw apart from x[n, c, ih, iw]; `masked` loads only the
+  /// floats inside the row (the last vector of a row may overhang it).
+  Value loadInput(Value n, Value c, Value ih, Value iw, bool masked) {
+    SmallVector<Value, 4> at{n, c, ih, iw};
+    Value wide;
+    if (masked) {
+      Value left = arith::SubIOp::create(b, loc, inWidth, iw);
+      wide = vector::MaskedLoadOp::create(
+          b, loc, wideType, x, at, mask(wideType, left), zeros(wideType));
+    } else {
+      wide = vector::LoadOp::create(b, loc, wideType, x, at);
+    }
+    if (sw == 1)
+      return wide;
+    SmallVector<int64_t> every;
+    for (int64_t i = 0; i < lanes; ++i)
+      every.push_back(i * sw);
+    return vector::ShuffleOp::create(b, loc, wide, wide, every);
+  }
+
+  /// `count` output vectors from ow0 of row (n, c, oh); `valid` (the
+  /// outputs left in the row) masks a partial vector.
+  void rowBlock(Value n, Value c, Value oh, Value ih, Value ow0, int64_t count,
+                Value valid) {
+    SmallVector<Value> ows, accs;
+    for (int64_t v = 0; v < count; ++v) {
+      Value ow = v ? arith::AddIOp::create(b, loc, ow0, idx(v * lanes)) : ow0;
+      ows.push_back(ow);
+      SmallVector<Value, 4> at{n, c, oh, ow};
+      if (initValue) {
+        accs.push_back(vector::BroadcastOp::create(b, loc, vecType, initValue));
+        continue;
+      }
+      accs.push_back(
+          valid ? vector::MaskedLoadOp::create(b, loc, vecType, out, at,
+                                               mask(vecType, valid),
+                                               zeros(vecType))
+                : vector::LoadOp::create(b, loc, vecType, out, at).getResult());
+    }
+    for (int64_t i = 0; i < kh; ++i) {
+      Value row = arith::AddIOp::create(b, loc, ih, idx(i * dh));
+      for (int64_t j = 0; j < kw; ++j)
+        for (int64_t v = 0; v < count; ++v) {
+          Value iw = arith::AddIOp::create(
+              b, loc, arith::MulIOp::create(b, loc, ows[v], idx(sw)),
+              idx(j * dw));
+          Value in = loadInput(n, c, row, iw, bool(valid));
+          accs[v] =
+              vector::FMAOp::create(b, loc, in, weights[i * kw + j], accs[v]);
+        }
+    }
+    for (int64_t v = 0; v < count; ++v) {
+      SmallVector<Value, 4> at{n, c, oh, ows[v]};
+      if (valid)
+        vector::MaskedStoreOp::create(b, loc, out, at, mask(vecType, valid),
+                                      accs[v]);
+      else
+        vector::StoreOp::create(b, loc, accs[v], out, at);
+    }
+  }
+
+  OpBuilder &b;
+  Location loc;
+
+public:
+  /// The value a fill just before the op wrote to the whole output: the
+  /// accumulators start from it and the output is not read.
+  Value initValue;
+
+private:
+  Value x, w, out, inWidth;
+  int64_t sh, sw, dh, dw, kh, kw, lanes, vectors;
+  VectorType vecType, wideType;
+  SmallVector<Value> weights;
+};
+
+/// Vector loads and stores need the rows (the last dim) unit-stride.
+bool unitInnerStride(Value v) {
+  auto t = dyn_cast<MemRefType>(v.getType());
+  if (!t || !t.getElementType().isF32())
+    return false;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(t.getStridesAndOffset(strides, offset)))
+    return false;
+  return !strides.empty() && strides.back() == 1;
+}
+
+SmallVector<int64_t> ints(DenseIntElementsAttr a) {
+  return llvm::to_vector(a.getValues<int64_t>());
+}
+
+struct VectorizeDepthwiseConvPass
+    : mcc::impl::VectorizeDepthwiseConvBase<VectorizeDepthwiseConvPass> {
+  using VectorizeDepthwiseConvBase::VectorizeDepthwiseConvBase;
+
+  void runOnOperation() override {
+    SmallVector<linalg::DepthwiseConv2DNchwChwOp> ops;
+    getOperation().walk([&](linalg::DepthwiseConv2DNchwChwOp op) {
+      Value x = op.getDpsInputs()[0], w = op.getDpsInputs()[1],
+            out = op.getDpsInits()[0];
+      auto wt = dyn_cast<MemRefType>(w.getType());
+      if (op.hasPureBufferSemantics() && unitInnerStride(x) &&
+          unitInnerStride(out) && wt && wt.getElementType().isF32() &&
+          !ShapedType::isDynamic(wt.getDimSize(1)) &&
+          !ShapedType::isDynamic(wt.getDimSize(2)))
+        ops.push_back(op);
+    });
+    for (linalg::DepthwiseConv2DNchwChwOp op : ops) {
+      OpBuilder b(op);
+      DepthwiseEmitter emitter(b, op.getLoc(), op.getDpsInputs()[0],
+                               op.getDpsInputs()[1], op.getDpsInits()[0],
+                               ints(op.getStrides()), ints(op.getDilations()),
+                               lanes, vectors);
+      // The accumulator's fill (fused into the same tile) is folded into
+      // the kernel: one pass over the output instead of two.
+      auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+      if (fill && fill.hasPureBufferSemantics() &&
+          fill.getDpsInits()[0] == op.getDpsInits()[0] &&
+          fill.value().getType().isF32())
+        emitter.initValue = fill.value();
+      emitter.emit();
+      op->erase();
+      if (emitter.initValue)
+        fill->erase();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,63 @@
+// RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-pad-into-producer))' --verify-each | FileCheck %s
+
+// The pad's border strips are filled (top, bottom, then left and right
+// within the interior rows); the elementwise producer writes its result
+// straight into the interior of the padded tensor, which then holds it.
+// CHECK-LABEL: func.func @into_producer
+// CHECK: %[[P:.*]] = bufferization.alloc_tensor() : tensor<1x2x6x7xf32>
+// CHECK: tensor.extract_slice %[[P]][0, 0, 0, 0] [1, 2, 1, 7]
+// CHECK: linalg.fill
+// CHECK: tensor.extract_slice {{.*}}[0, 0, 5, 0] [1, 2, 1, 7]
+// CHECK: linalg.fill
+// CHECK: tensor.extract_slice {{.*}}[0, 0, 1, 0] [1, 2, 4, 1]
+// CHECK: linalg.fill
+// CHECK: tensor.extract_slice {{.*}}[0, 0, 1, 5] [1, 2, 4, 2]
+// CHECK: %[[F:.*]] = tensor.insert_slice
+// CHECK: %[[IN:.*]] = tensor.extract_slice %[[F]][0, 0, 1, 1] [1, 2, 4, 4]
+// CHECK: %[[R:.*]] = linalg.generic {{.*}} outs(%[[IN]] : tensor<1x2x4x4xf32>)
+// CHECK: %[[OUT:.*]] = tensor.insert_slice %[[R]] into %[[F]][0, 0, 1, 1] [1, 2, 4, 4]
+// CHECK-NOT: tensor.pad
+// CHECK: return %[[OUT]]
+func.func @into_producer(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x6x7xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x2x4x4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : tensor<1x2x4x4xf32>) outs(%e : tensor<1x2x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<1x2x4x4xf32>
+  %p = tensor.pad %r low[0, 0, 1, 1] high[0, 0, 1, 2] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x2x4x4xf32> to tensor<1x2x6x7xf32>
+  return %p : tensor<1x2x6x7xf32>
+}
+
+// A source with another reader (or no linalg producer) is inserted as it is.
+// CHECK-LABEL: func.func @shared_source
+// CHECK: bufferization.alloc_tensor() : tensor<1x1x4x4xf32>
+// CHECK-COUNT-4: linalg.fill
+// CHECK: tensor.insert_slice %arg0 into {{.*}}[0, 0, 1, 1] [1, 1, 2, 2]
+// CHECK-NOT: tensor.pad
+func.func @shared_source(%x: tensor<1x1x2x2xf32>) -> (tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x1x2x2xf32> to tensor<1x1x4x4xf32>
+  return %p, %x : tensor<1x1x4x4xf32>, tensor<1x1x2x2xf32>
+}
+
+// Dynamic shapes keep the pad.
+// CHECK-LABEL: func.func @dynamic
+// CHECK: tensor.pad
+func.func @dynamic(%x: tensor<?x1x2x2xf32>) -> tensor<?x1x4x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<?x1x2x2xf32> to tensor<?x1x4x4xf32>
+  return %p : tensor<?x1x4x4xf32>
+}

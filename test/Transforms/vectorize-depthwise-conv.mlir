@@ -1,0 +1,67 @@
+// RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-vectorize-depthwise-conv{lanes=8 vectors=2}))' --verify-each | FileCheck %s
+
+// Stride 1, 3x3: loops over (n, c, oh); the channel's 9 weights are
+// broadcast once per channel, then 2 x 8 outputs of a row ride 9 fmas each,
+// with one unit-stride vector load of the input per fma. 20 = 16 + 4: the
+// last 4 outputs of each row are masked on output and input.
+// CHECK-LABEL: func.func @stride1
+// CHECK: scf.for %[[N:.*]] =
+// CHECK: scf.for %[[C:.*]] =
+// CHECK-COUNT-9: vector.broadcast {{.*}} : f32 to vector<8xf32>
+// CHECK: scf.for %[[OH:.*]] =
+// CHECK: scf.for {{.*}} step %c16
+// CHECK-COUNT-2: vector.load %arg2[%[[N]], %[[C]], %[[OH]], {{.*}}] : memref<1x4x18x20xf32>, vector<8xf32>
+// CHECK-COUNT-18: vector.fma
+// CHECK-COUNT-2: vector.store {{.*}}, %arg2
+// CHECK: scf.for {{.*}} step %c8
+// CHECK-COUNT-9: vector.fma
+// CHECK: scf.for {{.*}} step %c8
+// CHECK: vector.maskedload %arg2
+// CHECK: vector.maskedload %arg0{{.*}} : memref<1x4x20x22xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+// CHECK: vector.maskedstore %arg2
+// CHECK-NOT: linalg.depthwise_conv_2d_nchw_chw
+func.func @stride1(%x: memref<1x4x20x22xf32>, %w: memref<4x3x3xf32>, %o: memref<1x4x18x20xf32>) {
+  linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %w : memref<1x4x20x22xf32>, memref<4x3x3xf32>) outs(%o : memref<1x4x18x20xf32>)
+  return
+}
+
+// Stride 2: each input vector is a 16-float load of which every other float
+// is kept.
+// CHECK-LABEL: func.func @stride2
+// CHECK: vector.load %arg0{{.*}} : memref<1x2x17x17xf32, strided<[578, 289, 17, 1], offset: ?>>, vector<16xf32>
+// CHECK: vector.shuffle {{.*}} [0, 2, 4, 6, 8, 10, 12, 14] : vector<16xf32>, vector<16xf32>
+// CHECK: vector.fma
+// CHECK-NOT: linalg.depthwise_conv_2d_nchw_chw
+func.func @stride2(%x: memref<1x2x17x17xf32, strided<[578, 289, 17, 1], offset: ?>>, %w: memref<2x3x3xf32>, %o: memref<1x2x8x8xf32>) {
+  linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+    ins(%x, %w : memref<1x2x17x17xf32, strided<[578, 289, 17, 1], offset: ?>>, memref<2x3x3xf32>) outs(%o : memref<1x2x8x8xf32>)
+  return
+}
+
+// Tensors, other element types and non-unit-stride rows are left alone.
+// CHECK-LABEL: func.func @left_alone
+// CHECK: linalg.depthwise_conv_2d_nchw_chw {{.*}} memref<1x2x5x5xf64>
+// CHECK: linalg.depthwise_conv_2d_nchw_chw {{.*}} memref<1x2x5x5xf32, strided<[50, 25, 5, 2]>>
+func.func @left_alone(%x: memref<1x2x5x5xf64>, %w: memref<2x3x3xf64>, %o: memref<1x2x3x3xf64>,
+                      %y: memref<1x2x5x5xf32, strided<[50, 25, 5, 2]>>, %v: memref<2x3x3xf32>, %p: memref<1x2x3x3xf32>) {
+  linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %w : memref<1x2x5x5xf64>, memref<2x3x3xf64>) outs(%o : memref<1x2x3x3xf64>)
+  linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%y, %v : memref<1x2x5x5xf32, strided<[50, 25, 5, 2]>>, memref<2x3x3xf32>) outs(%p : memref<1x2x3x3xf32>)
+  return
+}
+
+// The output's fill just before the op seeds the accumulators instead of
+// being written and read back.
+// CHECK-LABEL: func.func @filled
+// CHECK-NOT: linalg.fill
+// CHECK: %[[INIT:.*]] = vector.broadcast %arg3 : f32 to vector<8xf32>
+// CHECK-NOT: vector.load %arg2
+// CHECK: vector.fma {{.*}}, {{.*}}, %[[INIT]]
+func.func @filled(%x: memref<1x1x10x10xf32>, %w: memref<1x3x3xf32>, %o: memref<1x1x8x8xf32>, %bias: f32) {
+  linalg.fill ins(%bias : f32) outs(%o : memref<1x1x8x8xf32>)
+  linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %w : memref<1x1x10x10xf32>, memref<1x3x3xf32>) outs(%o : memref<1x1x8x8xf32>)
+  return
+}
