@@ -676,16 +676,16 @@ LogicalResult lowerConstantOfShape(NodeLowering &n) {
   if (failed(n.requireLiterals({0}, "the shape")))
     return failure();
   Shape shape = n.literal(0).toInts();
+  Literal value(kFloat, {1});
+  value.setF(0, 0.0);
+  if (const auto *a = n.attr("value")) {
+    auto lit = n.literalFromProto(a->t());
+    if (failed(lit))
+      return failure();
+    value = *lit;
+  }
   if (hasSymbolicDims(shape)) {
     // Sized at run time: a fill of the value.
-    Literal value(kFloat, {1});
-    value.setF(0, 0.0);
-    if (const auto *a = n.attr("value")) {
-      auto lit = n.literalFromProto(a->t());
-      if (failed(lit))
-        return failure();
-      value = *lit;
-    }
     GraphValue scalar;
     scalar.dtype = value.dtype();
     scalar.literal = value.reshaped({});
@@ -702,14 +702,6 @@ LogicalResult lowerConstantOfShape(NodeLowering &n) {
     if (d < 0 || __builtin_mul_overflow(count, d, &count) ||
         count > (int64_t(1) << 34))
       return n.fail("implausible shape " + formatShape(shape));
-  Literal value(kFloat, {1});
-  value.setF(0, 0.0);
-  if (const auto *a = n.attr("value")) {
-    auto lit = n.literalFromProto(a->t());
-    if (failed(lit))
-      return failure();
-    value = *lit;
-  }
   Literal r(value.dtype(), shape);
   size_t es = dtypeSize(value.dtype());
   for (int64_t i = 0; i < r.size(); ++i)
