@@ -72,10 +72,10 @@ const StageText kCudaStages[] = {
      "mcc-gpu-library-calls,func.func(mcc-gpu-row-reductions),"
      "func.func(mcc-strided-copy-to-linalg{all-copies}),"
      "convert-linalg-to-parallel-loops,"
-     "canonicalize,func.func(mcc-gpu-device-memory),func.func(mcc-gpu-"
+     "canonicalize,func.func(mcc-gpu-fold-pad-reads),func.func(mcc-gpu-device-memory),func.func(mcc-gpu-"
      "distribute),convert-parallel-loops-to-gpu,canonicalize,"
      "convert-math-to-funcs{convert-ctlz=false},"
-     "gpu-kernel-outlining,mcc-gpu-gather-kernels,mcc-gpu-libdevice-calls,"
+     "func.func(gpu-launch-sink-index-computations),gpu-kernel-outlining,mcc-gpu-gather-kernels,mcc-gpu-libdevice-calls,"
      "func.func(gpu-async-region),"
      // Host views of dynamic shapes, before gpu-to-llvm's
      // expand-strided-metadata (as on the CPU).

@@ -115,6 +115,22 @@ def GpuDeviceMemory : Pass<"mcc-gpu-device-memory", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::gpu::GPUDialect"];
 }
 
+def GpuFoldPadReads : Pass<"mcc-gpu-fold-pad-reads", "mlir::func::FuncOp"> {
+  let summary = "Read padded buffers from their source with a bounds guard";
+  let description = [{
+    A pad reaches the GPU loops as three passes over memory: a nest that
+    fills a buffer with the pad value, a nest that copies the source into a
+    window of it, and the readers (im2col, pooling). This pass rewrites every
+    read of such a buffer into a read of the source at the shifted, clamped
+    index, selected against the pad value where the index lies outside the
+    window, and erases the fill, the copy and the buffer. It applies when
+    the buffer is static, the fill covers it all with a constant, one copy
+    fills a unit-stride window from a source read with the same indices, and
+    every read comes after the copy and before anything writes the source
+    again.
+  }];
+}
+
 def GpuDistributeLoops : Pass<"mcc-gpu-distribute", "mlir::func::FuncOp"> {
   let summary = "Map each top-level loop nest onto GPU blocks and threads";
   let description = [{
