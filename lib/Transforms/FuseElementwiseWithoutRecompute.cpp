@@ -41,6 +41,21 @@ bool isCheapElementwise(linalg::GenericOp producer) {
   return ops <= 4;
 }
 
+/// Inputs the producer reads element for element (not broadcast).
+int64_t fullSizeInputs(linalg::GenericOp producer) {
+  return llvm::count_if(producer.getDpsInputOperands(), [&](OpOperand *in) {
+    return producer.getMatchingIndexingMap(in).isPermutation();
+  });
+}
+
+/// True if some user of the producer's result will not fuse it (a matrix
+/// product, a reshape feeding one): its result is written to memory anyway.
+bool keptAnyway(linalg::GenericOp producer) {
+  return llvm::any_of(producer->getUsers(), [](Operation *user) {
+    return !isa<linalg::GenericOp>(user);
+  });
+}
+
 /// A producer worth recomputing wherever a consumer reads it: a cheap
 /// elementwise op either over a space at least 64 times smaller than the
 /// consumer's (a row's mean divided by its length, a variance's rsqrt, read
@@ -48,13 +63,17 @@ bool isCheapElementwise(linalg::GenericOp producer) {
 /// consumers (a bias + residual add feeding layer norm's two reductions
 /// and its normalization; softmax's exp feeding its sum and its division).
 /// Recomputing costs a few ops per consumer element and saves a loop nest
-/// (a kernel launch on the GPU) and a round trip through memory.
+/// (a kernel launch on the GPU) and a round trip through memory. Not where
+/// the result is written anyway and the producer reads several full-size
+/// tensors: reading them again costs more than reading its result (a
+/// ResNet block's output, kept for the next convolution, recomputed from
+/// two convolution outputs in the next residual add).
 bool isRecomputable(linalg::GenericOp producer, linalg::LinalgOp consumer,
                     OpOperand *operand) {
   if (!isCheapElementwise(producer))
     return false;
   if (consumer.getMatchingIndexingMap(operand).isPermutation())
-    return true;
+    return !keptAnyway(producer) || fullSizeInputs(producer) <= 1;
   int64_t small = iterationCount(producer), large = iterationCount(consumer);
   return small > 0 && large >= 64 * small;
 }
