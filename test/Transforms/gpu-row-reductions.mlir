@@ -170,3 +170,92 @@ func.func @row_max_dynamic_length(%x: memref<12x?xf32>, %out: memref<12xf32>) {
   }
   return
 }
+
+// Layer norm over 4 rows of 768: the mean's sum (over a view with a unit
+// dim, as a reshape leaves it), the variance reading it, and the
+// normalization join one kernel, barriers between them; the variance's
+// constant start goes with it.
+// CHECK-LABEL: func.func @layer_norm
+// CHECK: gpu.launch
+// CHECK:   gpu.all_reduce add
+// CHECK:   memref.store %{{.*}}, %arg1
+// CHECK:   gpu.barrier
+// CHECK:   memref.load %{{.*}} : memref<4xf32>
+// CHECK:   gpu.all_reduce add
+// CHECK:   memref.store
+// CHECK:   gpu.barrier
+// CHECK:   scf.for
+// CHECK:     math.rsqrt
+// CHECK:     memref.store %{{.*}}, %arg3
+// CHECK:   gpu.terminator
+// CHECK-NOT: gpu.launch
+// CHECK-NOT: linalg.generic
+#x3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#r3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+#x2 = affine_map<(d0, d1) -> (d0, d1)>
+#r2 = affine_map<(d0, d1) -> (d0)>
+#c2 = affine_map<(d0, d1) -> (d1)>
+func.func @layer_norm(%x: memref<4x768xf32>, %sum: memref<4x1xf32>, %gamma: memref<768xf32>, %y: memref<4x768xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 768.0 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  %xv = memref.expand_shape %x [[0, 1], [2]] output_shape [4, 1, 768] : memref<4x768xf32> into memref<4x1x768xf32>
+  linalg.fill ins(%zero : f32) outs(%sum : memref<4x1xf32>)
+  linalg.generic {indexing_maps = [#x3, #r3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%xv : memref<4x1x768xf32>) outs(%sum : memref<4x1xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  %mean = memref.collapse_shape %sum [[0, 1]] : memref<4x1xf32> into memref<4xf32>
+  %var = memref.alloc() : memref<4xf32>
+  linalg.fill ins(%zero : f32) outs(%var : memref<4xf32>)
+  linalg.generic {indexing_maps = [#x2, #r2, #r2], iterator_types = ["parallel", "reduction"]}
+      ins(%x, %mean : memref<4x768xf32>, memref<4xf32>) outs(%var : memref<4xf32>) {
+  ^bb0(%a: f32, %s: f32, %o: f32):
+    %m = arith.divf %s, %n : f32
+    %d = arith.subf %a, %m : f32
+    %q = arith.mulf %d, %d : f32
+    %r = arith.addf %o, %q : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#x2, #r2, #r2, #c2, #x2], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %mean, %var, %gamma : memref<4x768xf32>, memref<4xf32>, memref<4xf32>, memref<768xf32>) outs(%y : memref<4x768xf32>) {
+  ^bb0(%a: f32, %s: f32, %v: f32, %g: f32, %o: f32):
+    %m = arith.divf %s, %n : f32
+    %vm = arith.divf %v, %n : f32
+    %ve = arith.addf %vm, %eps : f32
+    %rs = math.rsqrt %ve : f32
+    %d = arith.subf %a, %m : f32
+    %t = arith.mulf %d, %rs : f32
+    %r = arith.mulf %t, %g : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// A map that reads another row's sum (row 3 - i) cannot run in the
+// reduction's blocks: it stays a generic after its own kernel.
+// CHECK-LABEL: func.func @other_row
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.terminator
+// CHECK: linalg.generic
+#rev = affine_map<(d0, d1) -> (3 - d0)>
+func.func @other_row(%x: memref<4x768xf32>, %sum: memref<4xf32>, %y: memref<4x768xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%sum : memref<4xf32>)
+  linalg.generic {indexing_maps = [#x2, #r2], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<4x768xf32>) outs(%sum : memref<4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %r = arith.addf %o, %a : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#x2, #rev, #x2], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %sum : memref<4x768xf32>, memref<4xf32>) outs(%y : memref<4x768xf32>) {
+  ^bb0(%a: f32, %s: f32, %o: f32):
+    %r = arith.divf %a, %s : f32
+    linalg.yield %r : f32
+  }
+  return
+}

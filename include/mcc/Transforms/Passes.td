@@ -234,12 +234,20 @@ def GpuRowReductions : Pass<"mcc-gpu-row-reductions", "mlir::func::FuncOp"> {
     that starts from the combiner's identity; gpu.all_reduce combines the
     partials and thread 0 folds the total into the output. Rows shorter than
     `min-row-length` keep the generic one-thread-per-output lowering.
+    With `fuse-rows`, the reductions and elementwise maps over the same
+    static rows that follow a reduction join its kernel (layer norm's
+    mean, variance and normalization; softmax's max, sum and division),
+    separated by barriers, where every block touches only its own row of
+    the buffers they write.
   }];
   let options = [
     Option<"minRowLength", "min-row-length", "int64_t", "32",
            "Shortest reduction that gets a block per row">,
     Option<"maxThreads", "max-threads", "int64_t", "256",
            "Threads per block (a power of two, at least 32)">,
+    Option<"fuseRows", "fuse-rows", "bool", "true",
+           "Lower a reduction together with the reductions and elementwise "
+           "maps over the same rows that follow it, one kernel">,
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
                            "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
