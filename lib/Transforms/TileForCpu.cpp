@@ -181,9 +181,16 @@ int64_t outputElements(linalg::LinalgOp op) {
 /// Multiply-adds of a static matrix product (0 for other ops): a matrix-
 /// vector product (a classifier or squeeze-excite at batch 1) has few
 /// outputs but may stream megabytes of weights.
+int64_t iterations(linalg::LinalgOp op);
+
 int64_t productWork(linalg::LinalgOp op) {
   if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
     return 0;
+  return iterations(op);
+}
+
+/// Iterations of an op with static loop ranges (0 if any is dynamic).
+int64_t iterations(linalg::LinalgOp op) {
   int64_t work = 1;
   for (int64_t r : op.getStaticLoopRanges()) {
     if (ShapedType::isDynamic(r))
@@ -197,6 +204,20 @@ int64_t productWork(linalg::LinalgOp op) {
 /// whole when their output is small: a thread's start costs about as much.
 constexpr int64_t kWorkPerOutputElement = 64;
 
+/// Iterations of a reduction other than a matrix product (a global
+/// average pool, squeeze-excite's pooling over 28 x 28 x 120): its output
+/// is small but each output element sums a whole plane.
+int64_t reductionWork(linalg::LinalgOp op) {
+  if (op.getNumReductionLoops() == 0 ||
+      isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
+    return 0;
+  return iterations(op);
+}
+
+/// Reductions below this many iterations per minimum tile element stay
+/// whole (about 32K: a few microseconds of work, a thread's start).
+constexpr int64_t kWorkPerReducedElement = 8;
+
 struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
   using TileForCpuBase::TileForCpuBase;
 
@@ -209,7 +230,8 @@ struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
       if (auto lop = dyn_cast<linalg::LinalgOp>(&op))
         if (!isa<linalg::FillOp>(&op) && lop.hasPureTensorSemantics() &&
             (outputElements(lop) >= minTileElements ||
-             productWork(lop) >= minTileElements * kWorkPerOutputElement))
+             productWork(lop) >= minTileElements * kWorkPerOutputElement ||
+             reductionWork(lop) >= minTileElements * kWorkPerReducedElement))
           candidates.push_back(lop);
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : candidates) {

@@ -118,3 +118,33 @@ func.func @depthwise(%x: tensor<1x2x18x18xf32>, %w: tensor<2x3x3xf32>) -> tensor
   return %r : tensor<1x2x16x16xf32>
 }
 
+
+// A reduction with a small output but a large plane per output (a global
+// average pool: 12 channels of 4x4, 192 iterations) is tiled over its
+// channels; the planes stay whole. One with 16 iterations stays whole.
+// CHECK-LABEL: func.func @pooling
+// CHECK: scf.forall
+// CHECK:   linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction", "reduction"]
+// CHECK-SAME: tensor<1x{{[0-9]+}}x4x4xf32>
+// CHECK-LABEL: func.func @small_pooling
+// CHECK-NOT: scf.forall
+#plane = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#chan = affine_map<(d0, d1, d2, d3) -> (d0, d1)>
+func.func @pooling(%a: tensor<1x12x4x4xf32>, %init: tensor<1x12xf32>) -> tensor<1x12xf32> {
+  %r = linalg.generic {indexing_maps = [#plane, #chan], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%a : tensor<1x12x4x4xf32>) outs(%init : tensor<1x12xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.addf %o, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<1x12xf32>
+  return %r : tensor<1x12xf32>
+}
+func.func @small_pooling(%a: tensor<1x4x2x2xf32>, %init: tensor<1x4xf32>) -> tensor<1x4xf32> {
+  %r = linalg.generic {indexing_maps = [#plane, #chan], iterator_types = ["parallel", "parallel", "reduction", "reduction"]}
+      ins(%a : tensor<1x4x2x2xf32>) outs(%init : tensor<1x4xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %s = arith.addf %o, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4xf32>
+  return %r : tensor<1x4xf32>
+}
