@@ -140,9 +140,20 @@ def GpuDistributeLoops : Pass<"mcc-gpu-distribute", "mlir::func::FuncOp"> {
     (sequential reductions to a scalar, single loads and stores) is wrapped
     in a one-thread parallel loop, so that nothing on the host dereferences
     device memory. The result is ready for convert-parallel-loops-to-gpu.
+    A large static nest whose body is loads, pure ops and one store (an
+    im2col copy, a bias + ReLU pass) gives each thread `coarsen-factor`
+    elements a grid apart and issues all their loads before any store:
+    with one 4-byte load per thread too few bytes are in flight to use the
+    memory bandwidth.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", "256", "Threads per block">,
+    Option<"coarsenFactor", "coarsen-factor", "int64_t", "1",
+           "Elements per thread in large memory-bound nests (1: off; not "
+           "yet measured on a GPU, so off in the cuda pipeline)">,
+    Option<"coarsenMinIterations", "coarsen-min-iterations", "int64_t",
+           "1048576", "Smallest static nest that gets several elements per "
+           "thread">,
   ];
   let dependentDialects = ["mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
                            "mlir::affine::AffineDialect"];
