@@ -12,3 +12,5 @@ config.environment["PATH"] = path
 config.substitutions.append(("%models", os.path.join(config.mcc_source_dir, "models")))
 # Runs a dynamic-shape @forward against its static twins (Pipelines/Inputs).
 config.substitutions.append(("%dynamic_check", "sh {0}/test/Pipelines/Inputs/dynamic_check.sh {1} {0}".format(config.mcc_source_dir, config.llvm_tools_dir)))
+# MLIR's runtime support libraries, for tests that execute with mlir-runner.
+config.substitutions.append(("%mlir_lib", os.path.join(config.llvm_tools_dir, "..", "lib")))
