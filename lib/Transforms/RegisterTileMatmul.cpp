@@ -65,7 +65,7 @@ public:
   MatmulEmitter(OpBuilder &b, Location loc, Value a, Value bm, Value c,
                 ValueRange batch, Value pack, KernelShape shape)
       : b(b), loc(loc), a(a), bm(bm), c(c), pack(pack), direct(!pack),
-        batch(batch), shape(shape) {
+        batch(batch.begin(), batch.end()), shape(shape) {
     vecType = VectorType::get({shape.lanes}, b.getF32Type());
     maskType = VectorType::get({shape.lanes}, b.getI1Type());
   }
@@ -216,10 +216,33 @@ private:
     SmallVector<Value> rowIdx;
     for (int64_t i = 0; i < rows; ++i)
       rowIdx.push_back(i ? arith::AddIOp::create(b, loc, m0, idx(i)) : m0);
+    auto loadC = [&] {
+      SmallVector<Value> acc;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < shape.vectors; ++j)
+          acc.push_back(load(c, rowIdx[i], n0, cols, j));
+      return acc;
+    };
     SmallVector<Value> acc;
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < shape.vectors; ++j)
-        acc.push_back(load(c, rowIdx[i], n0, cols, j));
+    if (!initValue) {
+      acc = loadC();
+    } else {
+      // The first K block starts from the fill's value instead of C.
+      Value first =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, k0, idx(0));
+      auto choose = scf::IfOp::create(
+          b, loc, first,
+          [&](OpBuilder &, Location) {
+            Value splat =
+                vector::BroadcastOp::create(b, loc, vecType, initValue);
+            scf::YieldOp::create(
+                b, loc, SmallVector<Value>(rows * shape.vectors, splat));
+          },
+          [&](OpBuilder &, Location) {
+            scf::YieldOp::create(b, loc, loadC());
+          });
+      acc.assign(choose.getResults().begin(), choose.getResults().end());
+    }
     auto loop = scf::ForOp::create(
         b, loc, k0, kEnd, idx(1), acc,
         [&](OpBuilder &, Location, Value k, ValueRange in) {
@@ -250,6 +273,12 @@ private:
         store(loop.getResult(i * shape.vectors + j), rowIdx[i], n0, cols, j);
   }
 
+public:
+  /// The value a fill just before the product wrote to all of C: the
+  /// accumulators start from it and C is not read (K must not be empty).
+  Value initValue;
+
+private:
   /// Rows of B fetched ahead of the packing copy, and 64-byte cache lines.
   static constexpr int64_t kPrefetchRows = 16, kFloatsPerLine = 16;
 
@@ -257,7 +286,7 @@ private:
   Location loc;
   Value a, bm, c, pack, lastK;
   bool direct;
-  ValueRange batch;
+  SmallVector<Value> batch;
   KernelShape shape;
   VectorType vecType, maskType;
 };
@@ -305,6 +334,16 @@ struct RegisterTileMatmulPass
       Location loc = op.getLoc();
       Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1],
             c = op.getDpsInits()[0];
+      // The accumulator's fill (fused into the same tile) is folded into
+      // the kernel when K is known not to be empty: C is written once
+      // instead of zeroed, read back and written.
+      auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+      int64_t staticK = cast<MemRefType>(a.getType()).getShape().back();
+      Value init;
+      if (fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == c &&
+          fill.value().getType().isF32() && !ShapedType::isDynamic(staticK) &&
+          staticK > 0)
+        init = fill.value();
       // The packed panels live on the stack of the thread that runs this
       // tile; the scope returns them when the product is done. A batch
       // shares one buffer: allocas in a loop body are only freed per
@@ -314,20 +353,26 @@ struct RegisterTileMatmulPass
       b.setInsertionPointToStart(b.createBlock(&scope.getBodyRegion()));
       Value pack = allocatePack(b, loc, c, shape);
       if (isa<linalg::MatmulOp>(op)) {
-        MatmulEmitter(b, loc, a, bm, c, ValueRange{}, pack, shape).emit();
+        MatmulEmitter emitter(b, loc, a, bm, c, ValueRange{}, pack, shape);
+        emitter.initValue = init;
+        emitter.emit();
       } else {
         Value zero = arith::ConstantIndexOp::create(b, loc, 0);
         Value one = arith::ConstantIndexOp::create(b, loc, 1);
         Value batch = memref::DimOp::create(b, loc, c, 0);
-        scf::ForOp::create(
-            b, loc, zero, batch, one, ValueRange{},
-            [&](OpBuilder &nb, Location l, Value i, ValueRange) {
-              MatmulEmitter(nb, l, a, bm, c, ValueRange{i}, pack, shape).emit();
-              scf::YieldOp::create(nb, l);
-            });
+        scf::ForOp::create(b, loc, zero, batch, one, ValueRange{},
+                           [&](OpBuilder &nb, Location l, Value i, ValueRange) {
+                             MatmulEmitter emitter(nb, l, a, bm, c,
+                                                   ValueRange{i}, pack, shape);
+                             emitter.initValue = init;
+                             emitter.emit();
+                             scf::YieldOp::create(nb, l);
+                           });
       }
       memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
       op->erase();
+      if (init)
+        fill->erase();
     }
   }
 };

@@ -102,3 +102,29 @@ func.func @one_row(%a: memref<1x64xf32>, %b: memref<64x32xf32>, %c: memref<1x32x
   linalg.matmul ins(%a, %b : memref<1x64xf32>, memref<64x32xf32>) outs(%c : memref<1x32xf32>)
   return
 }
+
+// The accumulator's fill is folded into the kernel: the first K block starts
+// from the fill's value instead of loading C, and the fill goes away. With a
+// dynamic K (possibly empty, C then holds only the fill) the fill stays.
+// CHECK-LABEL: func.func @from_fill
+// CHECK-SAME: %[[INIT:[^:]*]]: f32
+// CHECK-NOT: linalg.fill
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[K0:.*]], %c0
+// CHECK: scf.if %[[FIRST]]
+// CHECK: %[[SPLAT:.*]] = vector.broadcast %[[INIT]] : f32 to vector<8xf32>
+// CHECK: scf.yield %[[SPLAT]], %[[SPLAT]]
+// CHECK: } else {
+// CHECK: vector.load %arg2
+// CHECK-LABEL: func.func @dynamic_k_keeps_fill
+// CHECK: linalg.fill
+// CHECK-NOT: arith.cmpi eq
+func.func @from_fill(%a: memref<10x100xf32>, %b: memref<100x37xf32>, %c: memref<10x37xf32>, %init: f32) {
+  linalg.fill ins(%init : f32) outs(%c : memref<10x37xf32>)
+  linalg.matmul ins(%a, %b : memref<10x100xf32>, memref<100x37xf32>) outs(%c : memref<10x37xf32>)
+  return
+}
+func.func @dynamic_k_keeps_fill(%a: memref<10x?xf32>, %b: memref<?x37xf32>, %c: memref<10x37xf32>, %init: f32) {
+  linalg.fill ins(%init : f32) outs(%c : memref<10x37xf32>)
+  linalg.matmul ins(%a, %b : memref<10x?xf32>, memref<?x37xf32>) outs(%c : memref<10x37xf32>)
+  return
+}
