@@ -101,10 +101,22 @@ public:
       Value hasRest =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, nFull, N);
       scf::IfOp::create(b, loc, hasRest, [&](OpBuilder &, Location) {
+        // A static remainder of at most one vector (N = 49 or 196 of a
+        // late CNN stage) runs one vector wide on as many accumulators,
+        // rows x vectors: the full-width block spent half or more of its
+        // FMAs on masked-off lanes.
+        KernelShape full = shape;
+        int64_t staticN = cast<MemRefType>(c.getType()).getShape().back();
+        if (!ShapedType::isDynamic(staticN) && staticN % nr <= shape.lanes) {
+          shape.rows *= shape.vectors;
+          shape.vectors = 1;
+        }
         Value rest = arith::SubIOp::create(b, loc, N, nFull);
-        Value end = arith::AddIOp::create(b, loc, nFull, idx(nr));
+        Value end = arith::AddIOp::create(b, loc, nFull,
+                                          idx(shape.vectors * shape.lanes));
         packPanels(k0, kEnd, nFull, end, rest);
-        rowBlocks(mFull, M, k0, kEnd, nFull, rest, idx(0));
+        rowBlocks(roundDown(M, shape.rows), M, k0, kEnd, nFull, rest, idx(0));
+        shape = full;
         scf::YieldOp::create(b, loc);
       });
     });
@@ -158,11 +170,37 @@ private:
     });
   }
 
-  /// Full register blocks of `rows` rows, then the leftover rows in
-  /// blocks of the powers of two below `rows` (4, 2, 1 for 6 or 8), each at
-  /// most once or twice.
+  /// Full register blocks of `rows` rows, then the leftover rows. With a
+  /// static M the leftover is one block, or, when it is at most half a
+  /// block, shares the last full block's rows in two near-equal blocks: a
+  /// block of r rows keeps 2r accumulators in flight, too few to cover the
+  /// FMA latency below 4 rows (M = 128 in 6-row blocks ran its last 2 rows
+  /// at half speed; now 20 blocks of 6 and two of 4). A dynamic M takes
+  /// its leftover in blocks of the powers of two below `rows` (4, 2, 1 for
+  /// 6 or 8), each at most once or twice.
   void rowBlocks(Value mFull, Value M, Value k0, Value kEnd, Value n0,
                  Value cols, Value panel) {
+    int64_t staticM =
+        cast<MemRefType>(c.getType()).getShape().drop_back().back();
+    if (!ShapedType::isDynamic(staticM)) {
+      int64_t full = staticM / shape.rows, left = staticM % shape.rows;
+      SmallVector<int64_t> tail;
+      if (left && full && 2 * left <= shape.rows) {
+        --full;
+        tail = {(shape.rows + left + 1) / 2, (shape.rows + left) / 2};
+      } else if (left) {
+        tail = {left};
+      }
+      forLoop(idx(0), idx(full * shape.rows), shape.rows, [&](Value m0) {
+        kernel(shape.rows, m0, n0, cols, k0, kEnd, panel);
+      });
+      int64_t start = full * shape.rows;
+      for (int64_t rows : tail) {
+        kernel(rows, idx(start), n0, cols, k0, kEnd, panel);
+        start += rows;
+      }
+      return;
+    }
     forLoop(idx(0), mFull, shape.rows, [&](Value m0) {
       kernel(shape.rows, m0, n0, cols, k0, kEnd, panel);
     });

@@ -128,3 +128,32 @@ func.func @dynamic_k_keeps_fill(%a: memref<10x?xf32>, %b: memref<?x37xf32>, %c: 
   linalg.matmul ins(%a, %b : memref<10x?xf32>, memref<?x37xf32>) outs(%c : memref<10x37xf32>)
   return
 }
+
+// A static M = 14 in 4-row blocks leaves 2 rows: the last full block and
+// those 2 run as two 3-row blocks (6 accumulators each) instead of a 2-row
+// block whose 4 accumulators cannot cover the FMA latency.
+// CHECK-LABEL: func.func @balanced_rows
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c8 step %c4
+// CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-NOT: step %c2
+func.func @balanced_rows(%a: memref<14x64xf32>, %b: memref<64x16xf32>, %c: memref<14x16xf32>) {
+  linalg.matmul ins(%a, %b : memref<14x64xf32>, memref<64x16xf32>) outs(%c : memref<14x16xf32>)
+  return
+}
+
+// N = 20 leaves 4 columns, less than a vector: that remainder runs one
+// vector wide on 8-row blocks (here M = 10 as 5 + 5 rows) instead of two
+// vectors, one of them all masked off.
+// CHECK-LABEL: func.func @narrow_rest
+// CHECK: scf.if
+// CHECK: vector.maskedload %arg1
+// CHECK-NOT: vector.maskedload %arg1
+// CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-NOT: iter_args
+func.func @narrow_rest(%a: memref<10x64xf32>, %b: memref<64x20xf32>, %c: memref<10x20xf32>) {
+  linalg.matmul ins(%a, %b : memref<10x64xf32>, memref<64x20xf32>) outs(%c : memref<10x20xf32>)
+  return
+}
