@@ -6,7 +6,10 @@
 // broadcasts one element of A per row into a fused multiply-add. K is split
 // into blocks, and each block's B panel (k-block x columns of one register
 // block) is first copied to a contiguous stack buffer that stays in L1 and
-// serves every row block.
+// serves every row block. Several neighbouring panels are copied together,
+// row by row of B: a row segment of a few hundred bytes streams from memory,
+// where one panel's 64-byte segments, rows kilobytes apart, each missed the
+// cache and the TLB (the copy was a fifth of GPT-2's matmul time).
 // Leftover rows run in smaller blocks (4, 2, 1 rows); leftover columns use
 // masked loads and stores.
 //
@@ -32,62 +35,91 @@ using namespace mlir;
 namespace {
 
 struct KernelShape {
-  int64_t rows, vectors, lanes, kBlock;
+  int64_t rows, vectors, lanes, kBlock, panels;
 };
+
+/// The stack buffer for packed B panels of C's product, or null where the
+/// kernel reads B in place: with at most one row block (a matrix-vector
+/// product such as a classifier at batch 1) each panel would be read once
+/// after packing. A static N narrower than `panels` blocks packs fewer.
+Value allocatePack(OpBuilder &b, Location loc, Value c, KernelShape shape) {
+  auto type = cast<MemRefType>(c.getType());
+  unsigned r = type.getRank();
+  int64_t m = type.getDimSize(r - 2), n = type.getDimSize(r - 1);
+  if (!ShapedType::isDynamic(m) && m <= shape.rows)
+    return Value();
+  int64_t nr = shape.vectors * shape.lanes;
+  int64_t panels = shape.panels;
+  if (!ShapedType::isDynamic(n))
+    panels = std::max<int64_t>(1, std::min(panels, (n + nr - 1) / nr));
+  return memref::AllocaOp::create(
+      b, loc, MemRefType::get({panels, shape.kBlock, nr}, b.getF32Type()));
+}
 
 /// Emits the loops for C[batch..., m, n] += A[batch..., m, k] * B[batch...,
 /// k, n] with the leading `batch` indices fixed; a 2-D A (weights shared by
-/// the batch) is indexed without them.
+/// the batch) is indexed without them. B is packed into `pack`
+/// (allocatePack's), or read in place when that is null.
 class MatmulEmitter {
 public:
   MatmulEmitter(OpBuilder &b, Location loc, Value a, Value bm, Value c,
-                ValueRange batch, KernelShape shape)
-      : b(b), loc(loc), a(a), bm(bm), c(c), batch(batch), shape(shape) {
+                ValueRange batch, Value pack, KernelShape shape)
+      : b(b), loc(loc), a(a), bm(bm), c(c), pack(pack), direct(!pack),
+        batch(batch.begin(), batch.end()), shape(shape) {
     vecType = VectorType::get({shape.lanes}, b.getF32Type());
     maskType = VectorType::get({shape.lanes}, b.getI1Type());
   }
 
   void emit() {
-    // The packed B panel lives on the stack of the thread that runs this
-    // tile; the scope returns it when the product is done.
-    auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
-    Block *body = b.createBlock(&scope.getBodyRegion());
-    b.setInsertionPointToStart(body);
     int64_t nr = shape.vectors * shape.lanes;
     unsigned r = cast<MemRefType>(c.getType()).getRank();
-    // With at most one row block (a matrix-vector product such as a
-    // classifier at batch 1) each panel would be read once after packing:
-    // the kernel reads B in place instead.
-    int64_t staticM = cast<MemRefType>(c.getType()).getDimSize(r - 2);
-    direct = !ShapedType::isDynamic(staticM) && staticM <= shape.rows;
-    if (!direct)
-      pack = memref::AllocaOp::create(
-          b, loc, MemRefType::get({shape.kBlock, nr}, b.getF32Type()));
     Value M = memref::DimOp::create(b, loc, c, r - 2);
     Value N = memref::DimOp::create(b, loc, c, r - 1);
     Value K = memref::DimOp::create(
         b, loc, a, cast<MemRefType>(a.getType()).getRank() - 1);
+    lastK = arith::SubIOp::create(b, loc, K, idx(1));
     Value mFull = roundDown(M, shape.rows);
     Value nFull = roundDown(N, nr);
+    int64_t chunk = direct
+                        ? shape.panels * nr
+                        : cast<MemRefType>(pack.getType()).getDimSize(0) * nr;
     forLoop(idx(0), K, shape.kBlock, [&](Value k0) {
       Value kEnd = arith::MinSIOp::create(
           b, loc, arith::AddIOp::create(b, loc, k0, idx(shape.kBlock)), K);
-      // Full column blocks, then the masked remainder.
-      forLoop(idx(0), nFull, nr, [&](Value n0) {
-        packPanel(k0, kEnd, n0, Value());
-        rowBlocks(mFull, M, k0, kEnd, n0, Value());
+      // Full column blocks, `panels` of them packed at a time, then the
+      // masked remainder.
+      forLoop(idx(0), nFull, chunk, [&](Value c0) {
+        Value cEnd = arith::MinSIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, c0, idx(chunk)), nFull);
+        packPanels(k0, kEnd, c0, cEnd, Value());
+        forLoop(c0, cEnd, nr, [&](Value n0) {
+          Value panel = arith::DivUIOp::create(
+              b, loc, arith::SubIOp::create(b, loc, n0, c0), idx(nr));
+          rowBlocks(mFull, M, k0, kEnd, n0, Value(), panel);
+        });
       });
       Value hasRest =
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, nFull, N);
       scf::IfOp::create(b, loc, hasRest, [&](OpBuilder &, Location) {
+        // A static remainder of at most one vector (N = 49 or 196 of a
+        // late CNN stage) runs one vector wide on as many accumulators,
+        // rows x vectors: the full-width block spent half or more of its
+        // FMAs on masked-off lanes.
+        KernelShape full = shape;
+        int64_t staticN = cast<MemRefType>(c.getType()).getShape().back();
+        if (!ShapedType::isDynamic(staticN) && staticN % nr <= shape.lanes) {
+          shape.rows *= shape.vectors;
+          shape.vectors = 1;
+        }
         Value rest = arith::SubIOp::create(b, loc, N, nFull);
-        packPanel(k0, kEnd, nFull, rest);
-        rowBlocks(mFull, M, k0, kEnd, nFull, rest);
+        Value end = arith::AddIOp::create(b, loc, nFull,
+                                          idx(shape.vectors * shape.lanes));
+        packPanels(k0, kEnd, nFull, end, rest);
+        rowBlocks(roundDown(M, shape.rows), M, k0, kEnd, nFull, rest, idx(0));
+        shape = full;
         scf::YieldOp::create(b, loc);
       });
     });
-    memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
-    b.setInsertionPointAfter(scope);
   }
 
 private:
@@ -107,27 +139,70 @@ private:
                        });
   }
 
-  /// Copies B[k0:kEnd, n0:n0+nr] into the contiguous panel, zero-filling
-  /// columns past `cols`: B rows are far apart in memory (often a multiple
-  /// of 4 KiB, so they collide in the same L1 sets), the panel's are not.
-  void packPanel(Value k0, Value kEnd, Value n0, Value cols) {
+  /// Copies B[k0:kEnd, c0:cEnd] into consecutive panels of nr columns,
+  /// walking each row of B across all of them; a masked remainder (`cols`
+  /// columns, one panel) is zero-filled past its end. B rows are far apart
+  /// in memory (often a multiple of 4 KiB, so they collide in the same L1
+  /// sets), a panel's are not.
+  void packPanels(Value k0, Value kEnd, Value c0, Value cEnd, Value cols) {
     if (direct)
       return;
+    int64_t nr = shape.vectors * shape.lanes;
     forLoop(k0, kEnd, 1, [&](Value k) {
       Value row = arith::SubIOp::create(b, loc, k, k0);
-      for (int64_t j = 0; j < shape.vectors; ++j)
-        vector::StoreOp::create(b, loc, load(bm, k, n0, cols, j), pack,
-                                ValueRange{row, idx(j * shape.lanes)});
+      // B rows are pages apart, beyond the hardware prefetchers' reach.
+      Value ahead = arith::MinSIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, k, idx(kPrefetchRows)), lastK);
+      forLoop(c0, cEnd, nr, [&](Value n0) {
+        Value panel = arith::DivUIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, n0, c0), idx(nr));
+        for (int64_t j = 0; j < shape.vectors; ++j) {
+          if (j * shape.lanes % kFloatsPerLine == 0)
+            memref::PrefetchOp::create(
+                b, loc, bm,
+                at({ahead,
+                    arith::AddIOp::create(b, loc, n0, idx(j * shape.lanes))}),
+                /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+          vector::StoreOp::create(b, loc, load(bm, k, n0, cols, j), pack,
+                                  ValueRange{panel, row, idx(j * shape.lanes)});
+        }
+      });
     });
   }
 
-  /// Full register blocks of `rows` rows, then the leftover rows in
-  /// blocks of the powers of two below `rows` (4, 2, 1 for 6 or 8), each at
-  /// most once or twice.
+  /// Full register blocks of `rows` rows, then the leftover rows. With a
+  /// static M the leftover is one block, or, when it is at most half a
+  /// block, shares the last full block's rows in two near-equal blocks: a
+  /// block of r rows keeps 2r accumulators in flight, too few to cover the
+  /// FMA latency below 4 rows (M = 128 in 6-row blocks ran its last 2 rows
+  /// at half speed; now 20 blocks of 6 and two of 4). A dynamic M takes
+  /// its leftover in blocks of the powers of two below `rows` (4, 2, 1 for
+  /// 6 or 8), each at most once or twice.
   void rowBlocks(Value mFull, Value M, Value k0, Value kEnd, Value n0,
-                 Value cols) {
+                 Value cols, Value panel) {
+    int64_t staticM =
+        cast<MemRefType>(c.getType()).getShape().drop_back().back();
+    if (!ShapedType::isDynamic(staticM)) {
+      int64_t full = staticM / shape.rows, left = staticM % shape.rows;
+      SmallVector<int64_t> tail;
+      if (left && full && 2 * left <= shape.rows) {
+        --full;
+        tail = {(shape.rows + left + 1) / 2, (shape.rows + left) / 2};
+      } else if (left) {
+        tail = {left};
+      }
+      forLoop(idx(0), idx(full * shape.rows), shape.rows, [&](Value m0) {
+        kernel(shape.rows, m0, n0, cols, k0, kEnd, panel);
+      });
+      int64_t start = full * shape.rows;
+      for (int64_t rows : tail) {
+        kernel(rows, idx(start), n0, cols, k0, kEnd, panel);
+        start += rows;
+      }
+      return;
+    }
     forLoop(idx(0), mFull, shape.rows, [&](Value m0) {
-      kernel(shape.rows, m0, n0, cols, k0, kEnd);
+      kernel(shape.rows, m0, n0, cols, k0, kEnd, panel);
     });
     Value start = mFull;
     int64_t sub = 1;
@@ -137,7 +212,7 @@ private:
       Value left = arith::SubIOp::create(b, loc, M, start);
       Value end = arith::AddIOp::create(b, loc, start, roundDown(left, sub));
       forLoop(start, end, sub,
-              [&](Value m0) { kernel(sub, m0, n0, cols, k0, kEnd); });
+              [&](Value m0) { kernel(sub, m0, n0, cols, k0, kEnd, panel); });
       start = end;
     }
   }
@@ -169,30 +244,54 @@ private:
     if (!cols)
       vector::StoreOp::create(b, loc, v, c, at({row, colJ}));
     else
-      vector::MaskedStoreOp::create(b, loc, c, at({row, colJ}),
-                                    mask(cols, j), v);
+      vector::MaskedStoreOp::create(b, loc, c, at({row, colJ}), mask(cols, j),
+                                    v);
   }
 
   /// rows x vectors accumulators live across the K loop as iter_args.
   void kernel(int64_t rows, Value m0, Value n0, Value cols, Value k0,
-              Value kEnd) {
+              Value kEnd, Value panel) {
     SmallVector<Value> rowIdx;
     for (int64_t i = 0; i < rows; ++i)
       rowIdx.push_back(i ? arith::AddIOp::create(b, loc, m0, idx(i)) : m0);
+    auto loadC = [&] {
+      SmallVector<Value> acc;
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < shape.vectors; ++j)
+          acc.push_back(load(c, rowIdx[i], n0, cols, j));
+      return acc;
+    };
     SmallVector<Value> acc;
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < shape.vectors; ++j)
-        acc.push_back(load(c, rowIdx[i], n0, cols, j));
+    if (!initValue) {
+      acc = loadC();
+    } else {
+      // The first K block starts from the fill's value instead of C.
+      Value first =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, k0, idx(0));
+      auto choose = scf::IfOp::create(
+          b, loc, first,
+          [&](OpBuilder &, Location) {
+            Value splat =
+                vector::BroadcastOp::create(b, loc, vecType, initValue);
+            scf::YieldOp::create(
+                b, loc, SmallVector<Value>(rows * shape.vectors, splat));
+          },
+          [&](OpBuilder &, Location) {
+            scf::YieldOp::create(b, loc, loadC());
+          });
+      acc.assign(choose.getResults().begin(), choose.getResults().end());
+    }
     auto loop = scf::ForOp::create(
         b, loc, k0, kEnd, idx(1), acc,
         [&](OpBuilder &, Location, Value k, ValueRange in) {
           SmallVector<Value> bv, out;
           Value row = arith::SubIOp::create(b, loc, k, k0);
           for (int64_t j = 0; j < shape.vectors; ++j)
-            bv.push_back(direct ? load(bm, k, n0, cols, j)
-                                : vector::LoadOp::create(
-                                      b, loc, vecType, pack,
-                                      ValueRange{row, idx(j * shape.lanes)}));
+            bv.push_back(
+                direct ? load(bm, k, n0, cols, j)
+                       : vector::LoadOp::create(
+                             b, loc, vecType, pack,
+                             ValueRange{panel, row, idx(j * shape.lanes)}));
           for (int64_t i = 0; i < rows; ++i) {
             // A broadcast over the batch (a 2-D A) takes no batch index.
             SmallVector<Value> aIdx =
@@ -202,8 +301,8 @@ private:
             Value s = memref::LoadOp::create(b, loc, a, aIdx);
             Value sv = vector::BroadcastOp::create(b, loc, vecType, s);
             for (int64_t j = 0; j < shape.vectors; ++j)
-              out.push_back(vector::FMAOp::create(
-                  b, loc, sv, bv[j], in[i * shape.vectors + j]));
+              out.push_back(vector::FMAOp::create(b, loc, sv, bv[j],
+                                                  in[i * shape.vectors + j]));
           }
           scf::YieldOp::create(b, loc, out);
         });
@@ -212,11 +311,20 @@ private:
         store(loop.getResult(i * shape.vectors + j), rowIdx[i], n0, cols, j);
   }
 
+public:
+  /// The value a fill just before the product wrote to all of C: the
+  /// accumulators start from it and C is not read (K must not be empty).
+  Value initValue;
+
+private:
+  /// Rows of B fetched ahead of the packing copy, and 64-byte cache lines.
+  static constexpr int64_t kPrefetchRows = 16, kFloatsPerLine = 16;
+
   OpBuilder &b;
   Location loc;
-  Value a, bm, c, pack;
-  bool direct = false;
-  ValueRange batch;
+  Value a, bm, c, pack, lastK;
+  bool direct;
+  SmallVector<Value> batch;
   KernelShape shape;
   VectorType vecType, maskType;
 };
@@ -258,27 +366,51 @@ struct RegisterTileMatmulPass
           unitInnerStride(bm) && unitInnerStride(c))
         ops.push_back(op);
     });
-    KernelShape shape{rows, vectors, lanes, kBlock};
+    KernelShape shape{rows, vectors, lanes, kBlock, panels};
     for (linalg::LinalgOp op : ops) {
       OpBuilder b(op);
       Location loc = op.getLoc();
       Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1],
             c = op.getDpsInits()[0];
+      // The accumulator's fill (fused into the same tile) is folded into
+      // the kernel when K is known not to be empty: C is written once
+      // instead of zeroed, read back and written.
+      auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+      int64_t staticK = cast<MemRefType>(a.getType()).getShape().back();
+      Value init;
+      if (fill && fill.hasPureBufferSemantics() && fill.getDpsInits()[0] == c &&
+          fill.value().getType().isF32() && !ShapedType::isDynamic(staticK) &&
+          staticK > 0)
+        init = fill.value();
+      // The packed panels live on the stack of the thread that runs this
+      // tile; the scope returns them when the product is done. A batch
+      // shares one buffer: allocas in a loop body are only freed per
+      // iteration by a scope, which canonicalization removes there (an
+      // scf.for is an allocation scope), and each iteration grew the stack.
+      auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
+      b.setInsertionPointToStart(b.createBlock(&scope.getBodyRegion()));
+      Value pack = allocatePack(b, loc, c, shape);
       if (isa<linalg::MatmulOp>(op)) {
-        MatmulEmitter(b, loc, a, bm, c, ValueRange{}, shape).emit();
+        MatmulEmitter emitter(b, loc, a, bm, c, ValueRange{}, pack, shape);
+        emitter.initValue = init;
+        emitter.emit();
       } else {
         Value zero = arith::ConstantIndexOp::create(b, loc, 0);
         Value one = arith::ConstantIndexOp::create(b, loc, 1);
         Value batch = memref::DimOp::create(b, loc, c, 0);
         scf::ForOp::create(b, loc, zero, batch, one, ValueRange{},
                            [&](OpBuilder &nb, Location l, Value i, ValueRange) {
-                             MatmulEmitter(nb, l, a, bm, c, ValueRange{i},
-                                           shape)
-                                 .emit();
+                             MatmulEmitter emitter(nb, l, a, bm, c,
+                                                   ValueRange{i}, pack, shape);
+                             emitter.initValue = init;
+                             emitter.emit();
                              scf::YieldOp::create(nb, l);
                            });
       }
+      memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
       op->erase();
+      if (init)
+        fill->erase();
     }
   }
 };

@@ -103,7 +103,8 @@ constexpr int64_t kAssumedDynamicRows = 64, kAssumedDynamicCols = 256,
 /// reads, so m stays whole up to 256 rows (one packing of B in total) and
 /// threads split n, in multiples of the 32-column register block, at most
 /// 256 wide, narrowed down to 32 until there are `minTiles` tiles, then m
-/// is halved down to 16 rows. Taller products take m in 64-row tiles.
+/// is halved down to 16 rows. Taller products take m in 64-row tiles. An
+/// odd count is made even where an n tile width allows (see below).
 /// Dynamic dims are chosen for as if they had the assumed sizes above,
 /// and always tiled (a dynamic m in tiles of at most 64 rows): the tile
 /// count then grows with the actual size.
@@ -132,6 +133,21 @@ SmallVector<int64_t> chooseMatmulTileSizes(linalg::LinalgOp op,
       mTile = roundUp(mTile / 2, 8);
     else
       break;
+  }
+  // An odd tile count leaves a core idle on the last tile at two (or any
+  // even number of) threads: GPT-2's fused QKV product (N = 2304) ran as 9
+  // tiles of 256, 5 on one thread and 4 on the other. Take the widest
+  // n tile (a multiple of 32, up to 512) that splits N exactly into an
+  // even count of at least minTiles tiles, when there is one.
+  int64_t nTiles = (N + nTile - 1) / nTile;
+  int64_t otherTiles = batchTiles * ((M + mTile - 1) / mTile);
+  if (!dynN && nTiles > 1 && (otherTiles * nTiles) % 2 == 1) {
+    for (int64_t w = 512; w >= 32; w -= 32)
+      if (N % w == 0 && (otherTiles * (N / w)) % 2 == 0 &&
+          otherTiles * (N / w) >= minTiles) {
+        nTile = w;
+        break;
+      }
   }
   SmallVector<int64_t> sizes(ranges.size(), 0);
   for (size_t i = 0; i < batch; ++i)

@@ -1,15 +1,20 @@
-// RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-register-tile-matmul{rows=4 vectors=2 lanes=8 k-block=64}))' --verify-each | FileCheck %s
+// RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-register-tile-matmul{rows=4 vectors=2 lanes=8 k-block=64 panels=2}))' --verify-each | FileCheck %s
 
-// A 4 x (2 * 8) register block: B's panel is packed into a stack buffer of
-// k-block x 16 floats, then 8 accumulators (4 rows x 2 vectors) ride the K
+// A 4 x (2 * 8) register block: B is packed two 16-column panels at a time
+// into a stack buffer of 2 x k-block x 16 floats, each row of B walked
+// across both panels; then 8 accumulators (4 rows x 2 vectors) ride the K
 // loop as iter_args, one broadcast of A per row and one fma per vector.
 // CHECK-LABEL: func.func @matmul
 // CHECK: memref.alloca_scope
-// CHECK: %[[PACK:.*]] = memref.alloca() : memref<64x16xf32>
+// CHECK: %[[PACK:.*]] = memref.alloca() : memref<2x64x16xf32>
 // CHECK: scf.for
-// CHECK: scf.for
-// CHECK: vector.load %arg1{{.*}} : memref<100x37xf32>, vector<8xf32>
-// CHECK: vector.store {{.*}}, %[[PACK]]
+// CHECK: scf.for %[[C0:[^ ]*]] = {{.*}} step %c32
+// CHECK: scf.for %[[K:[^ ]*]] =
+// CHECK: scf.for %[[N0:[^ ]*]] = %[[C0]]
+// CHECK: %[[OFF:.*]] = arith.subi %[[N0]], %[[C0]]
+// CHECK: %[[PANEL:.*]] = arith.divui %[[OFF]], %c16
+// CHECK: vector.load %arg1[%[[K]], {{.*}}] : memref<100x37xf32>, vector<8xf32>
+// CHECK: vector.store {{.*}}, %[[PACK]][%[[PANEL]],
 // CHECK: scf.for {{.*}} step %c4
 // CHECK-COUNT-8: vector.load %arg2
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
@@ -30,10 +35,14 @@ func.func @matmul(%a: memref<10x100xf32>, %b: memref<100x37xf32>, %c: memref<10x
   return
 }
 
-// batch_matmul: the same kernel inside a loop over the batch.
+// batch_matmul: the same kernel inside a loop over the batch, which shares
+// one packing buffer (allocated outside the loop, so the stack does not
+// grow per iteration); N = 16 packs one panel.
 // CHECK-LABEL: func.func @batch
-// CHECK: scf.for %[[BATCH:.*]] =
 // CHECK: memref.alloca_scope
+// CHECK: memref.alloca() : memref<1x64x16xf32>
+// CHECK: scf.for %[[BATCH:.*]] =
+// CHECK-NOT: memref.alloca
 // CHECK: vector.load %arg1[%[[BATCH]],
 // CHECK-NOT: linalg.batch_matmul
 func.func @batch(%a: memref<3x8x16xf32>, %b: memref<3x16x16xf32>, %c: memref<3x8x16xf32>) {
@@ -70,7 +79,7 @@ func.func @left_alone(%a: memref<4x4xf64>, %c: memref<4x4xf64>, %x: memref<4x4xf
 // register-blocked kernel, its row count read from the buffer, with the
 // 4-, 2- and 1-row remainders.
 // CHECK-LABEL: func.func @dynamic_rows
-// CHECK: memref.alloca() : memref<64x16xf32>
+// CHECK: memref.alloca() : memref<2x64x16xf32>
 // CHECK: memref.dim %arg2, %c0
 // CHECK: scf.for {{.*}} step %c4
 // CHECK: vector.fma
@@ -91,5 +100,60 @@ func.func @dynamic_rows(%a: memref<?x64xf32>, %b: memref<64x32xf32, strided<[64,
 // CHECK: vector.fma
 func.func @one_row(%a: memref<1x64xf32>, %b: memref<64x32xf32>, %c: memref<1x32xf32>) {
   linalg.matmul ins(%a, %b : memref<1x64xf32>, memref<64x32xf32>) outs(%c : memref<1x32xf32>)
+  return
+}
+
+// The accumulator's fill is folded into the kernel: the first K block starts
+// from the fill's value instead of loading C, and the fill goes away. With a
+// dynamic K (possibly empty, C then holds only the fill) the fill stays.
+// CHECK-LABEL: func.func @from_fill
+// CHECK-SAME: %[[INIT:[^:]*]]: f32
+// CHECK-NOT: linalg.fill
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[K0:.*]], %c0
+// CHECK: scf.if %[[FIRST]]
+// CHECK: %[[SPLAT:.*]] = vector.broadcast %[[INIT]] : f32 to vector<8xf32>
+// CHECK: scf.yield %[[SPLAT]], %[[SPLAT]]
+// CHECK: } else {
+// CHECK: vector.load %arg2
+// CHECK-LABEL: func.func @dynamic_k_keeps_fill
+// CHECK: linalg.fill
+// CHECK-NOT: arith.cmpi eq
+func.func @from_fill(%a: memref<10x100xf32>, %b: memref<100x37xf32>, %c: memref<10x37xf32>, %init: f32) {
+  linalg.fill ins(%init : f32) outs(%c : memref<10x37xf32>)
+  linalg.matmul ins(%a, %b : memref<10x100xf32>, memref<100x37xf32>) outs(%c : memref<10x37xf32>)
+  return
+}
+func.func @dynamic_k_keeps_fill(%a: memref<10x?xf32>, %b: memref<?x37xf32>, %c: memref<10x37xf32>, %init: f32) {
+  linalg.fill ins(%init : f32) outs(%c : memref<10x37xf32>)
+  linalg.matmul ins(%a, %b : memref<10x?xf32>, memref<?x37xf32>) outs(%c : memref<10x37xf32>)
+  return
+}
+
+// A static M = 14 in 4-row blocks leaves 2 rows: the last full block and
+// those 2 run as two 3-row blocks (6 accumulators each) instead of a 2-row
+// block whose 4 accumulators cannot cover the FMA latency.
+// CHECK-LABEL: func.func @balanced_rows
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c8 step %c4
+// CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-NOT: step %c2
+func.func @balanced_rows(%a: memref<14x64xf32>, %b: memref<64x16xf32>, %c: memref<14x16xf32>) {
+  linalg.matmul ins(%a, %b : memref<14x64xf32>, memref<64x16xf32>) outs(%c : memref<14x16xf32>)
+  return
+}
+
+// N = 20 leaves 4 columns, less than a vector: that remainder runs one
+// vector wide on 8-row blocks (here M = 10 as 5 + 5 rows) instead of two
+// vectors, one of them all masked off.
+// CHECK-LABEL: func.func @narrow_rest
+// CHECK: scf.if
+// CHECK: vector.maskedload %arg1
+// CHECK-NOT: vector.maskedload %arg1
+// CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-NOT: iter_args
+func.func @narrow_rest(%a: memref<10x64xf32>, %b: memref<64x20xf32>, %c: memref<10x20xf32>) {
+  linalg.matmul ins(%a, %b : memref<10x64xf32>, memref<64x20xf32>) outs(%c : memref<10x20xf32>)
   return
 }

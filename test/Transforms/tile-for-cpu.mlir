@@ -35,6 +35,19 @@ func.func @big_products(%a: tensor<128x768xf32>, %b: tensor<768x768xf32>,
   return %m, %s : tensor<128x768xf32>, tensor<12x128x128xf32>
 }
 
+// N = 2304 in tiles of 256 would be 9 tiles, one core idle for the last at
+// two threads: 8 tiles of 288 columns instead.
+// CHECK-LABEL: func.func @even_tiles
+// CHECK: scf.forall ({{.*}}) = (0) to (2304) step (288)
+// CHECK:   linalg.matmul {{.*}} -> tensor<128x288xf32>
+func.func @even_tiles(%a: tensor<128x768xf32>, %b: tensor<768x2304xf32>) -> tensor<128x2304xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<128x2304xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<128x2304xf32>) -> tensor<128x2304xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<128x768xf32>, tensor<768x2304xf32>) outs(%f : tensor<128x2304xf32>) -> tensor<128x2304xf32>
+  return %m : tensor<128x2304xf32>
+}
+
 // A small leading dim (2) is not enough: the next parallel dim is tiled too.
 // CHECK-LABEL: func.func @elementwise
 // CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (2, 40) step (1, 10)

@@ -196,9 +196,14 @@ def RegisterTileMatmul
     microkernel: `rows` x (`vectors` * `lanes`) accumulators of C stay in
     vector registers (scf.for iter_args) while the kernel walks a block of
     `k-block` steps of K, each step one vector load of B per vector and one
-    broadcast of A per row into vector.fma. Leftover rows run one at a
-    time; leftover columns use masked loads and stores. Defaults fit
-    AVX-512 (32 registers of 16 floats); AVX2 uses rows=6 lanes=8.
+    broadcast of A per row into vector.fma. Leftover rows run in smaller
+    blocks (with a static M, the last full block shares its rows with a
+    short leftover); leftover columns use masked loads and stores, one
+    vector wide when a static N leaves at most one vector. B is packed for
+    `panels` register blocks of columns at a time, walking B row by row. A
+    fill of C right before the product (static, non-empty K) becomes the
+    accumulators' start. Defaults fit AVX-512 (32 registers of 16 floats);
+    AVX2 uses rows=6 lanes=8.
   }];
   let options = [
     Option<"rows", "rows", "int64_t", "8", "Rows of C per register block">,
@@ -207,6 +212,8 @@ def RegisterTileMatmul
     Option<"lanes", "lanes", "int64_t", "16", "f32 lanes per vector">,
     Option<"kBlock", "k-block", "int64_t", "256",
            "Steps of K per pass over a block of C">,
+    Option<"panels", "panels", "int64_t", "8",
+           "Register-block columns of B packed together, row by row">,
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
                            "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
