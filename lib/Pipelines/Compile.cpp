@@ -69,6 +69,7 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
       importOnnxFile(context, inputPath, options.import);
   if (failed(model))
     return failure();
+  markStep(options.timer, "import");
   if (failed(checkModelSignature(*model, model->module->getLoc())))
     return failure();
   ModuleOp module = *model->module;
@@ -97,14 +98,18 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
                              "them with --shape NAME=...";
       return failure();
     }
-    if (!options.dumpIrDir.empty() &&
-        failed(dump(module, options.dumpIrDir, index, stage.name)))
-      return failure();
+    markStep(options.timer, "stage " + stage.name);
+    if (!options.dumpIrDir.empty()) {
+      if (failed(dump(module, options.dumpIrDir, index, stage.name)))
+        return failure();
+      markStep(options.timer, "IR dump");
+    }
   }
   CpuTargetOptions target;
   target.cpu = options.cpu;
   target.cuda = cuda;
   target.gpuArch = options.gpuArch;
+  target.timer = options.timer;
   target.externalWeights =
       options.weights == "external" ||
       (options.weights == "auto" && model->weightBlob.size() > (512u << 20));

@@ -194,6 +194,10 @@ int main(int argc, char **argv) {
                       "NVIDIA architecture for --target cuda (default sm_90)");
   compile->add_option("--dump-ir", dumpDir,
                       "Write the IR after every stage into this folder");
+  bool timing = false;
+  compile->add_flag("--timing", timing,
+                    "Print each step's wall time (import, every pipeline "
+                    "stage, LLVM, link) to stderr");
   compile->add_option("--cpu", cpu,
                       "CPU to generate code for (e.g. x86-64-v3, "
                       "skylake-avx512); default: this host");
@@ -316,7 +320,14 @@ int main(int argc, char **argv) {
   }
 
   auto start = std::chrono::steady_clock::now();
-  if (mlir::failed(mcc::compileOnnxModel(context, input, output, options)))
+  mcc::StepTimer timer;
+  if (timing)
+    options.timer = &timer;
+  bool compiled =
+      mlir::succeeded(mcc::compileOnnxModel(context, input, output, options));
+  if (timing)
+    timer.print(llvm::errs());
+  if (!compiled)
     return 1;
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

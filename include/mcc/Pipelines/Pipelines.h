@@ -3,6 +3,7 @@
 #define MCC_PIPELINES_PIPELINES_H
 
 #include "mcc/Import/OnnxImporter.h"
+#include "mcc/Support/StepTimer.h"
 
 #include "mlir/Pass/PassManager.h"
 
@@ -25,6 +26,8 @@ struct CompileOptions {
   /// Folder that receives the IR after every stage; empty: none.
   std::string dumpIrDir;
   ImportOptions import;
+  /// Optional: records each step's wall time (`mcc compile --timing`).
+  StepTimer *timer = nullptr;
 };
 
 /// One named stage of a pipeline; `mcc compile --dump-ir` writes the IR

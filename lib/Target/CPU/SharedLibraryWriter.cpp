@@ -515,6 +515,7 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
       translateModuleToLLVMIR(module, llvmContext, "mcc_model");
   if (!llvmModule)
     return emitError(loc) << "translation to LLVM IR failed";
+  markStep(options.timer, "translate to LLVM IR");
 
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string error;
@@ -559,6 +560,7 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
   }
   if (llvm::verifyModule(*llvmModule, &llvm::errs()))
     return emitError(loc) << "generated LLVM IR does not verify";
+  markStep(options.timer, "entry points, descriptor, weights");
 
   {
     llvm::LoopAnalysisManager lam;
@@ -581,6 +583,7 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
     llvm::ModulePassManager mpm =
         pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
     mpm.run(*llvmModule, mam);
+    markStep(options.timer, "LLVM optimization");
   }
   if (!options.dumpLlvmIrPath.empty()) {
     std::error_code ec;
@@ -602,6 +605,7 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
                                 llvm::CodeGenFileType::ObjectFile))
       return emitError(loc) << "the target cannot emit object files";
     pm.run(*llvmModule);
+    markStep(options.timer, "code generation (object file)");
   }
 
   TempFile library{(outputPath + ".tmp." + pid).str()};
@@ -637,6 +641,7 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
     return emitError(loc) << "linking " << outputPath << " failed (" << *linker
                           << " exited with " << rc << ")"
                           << (linkError.empty() ? "" : ": " + linkError);
+  markStep(options.timer, "link");
   // External weights go in place first: a .so never exists without them.
   if (options.externalWeights) {
     std::string finalWeights = (outputPath + ".weights").str();
@@ -695,6 +700,7 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
     return emitError(loc) << "cannot move the library to " << outputPath << ": "
                           << ec.message();
   library.keep = true;
+  markStep(options.timer, "weights file, move into place");
   return success();
 }
 

@@ -3,6 +3,7 @@
 #define MCC_TARGET_CPU_SHAREDLIBRARYWRITER_H
 
 #include "mcc/Import/OnnxImporter.h"
+#include "mcc/Support/StepTimer.h"
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -19,6 +20,8 @@ struct CpuTargetOptions {
   /// Keep the weights in "<output>.weights" beside the .so (mapped at load)
   /// instead of inside it.
   bool externalWeights = false;
+  /// Optional: records the library-writing steps (`mcc compile --timing`).
+  StepTimer *timer = nullptr;
 };
 
 /// Translates `module` (LLVM dialect, holding @forward) to LLVM IR, adds the
