@@ -1,4 +1,4 @@
-//===- StepTimer.h - wall time of `mcc compile`'s steps ----------*- C++ -*-===//
+//===- StepTimer.h - wall time of mcc compile's steps -----------*- C++ -*-===//
 //
 // `mcc compile --timing` prints where the compile time goes: the import,
 // each pipeline stage, and the steps that write the library (translation to
@@ -40,9 +40,8 @@ public:
     os << "mcc compile timing (wall seconds):\n";
     for (const auto &[name, seconds] : steps)
       os << llvm::format("  %8.3f  ", seconds) << name << "\n";
-    os << llvm::format(
-              "  %8.3f  total\n",
-              std::chrono::duration<double>(last - start).count());
+    os << llvm::format("  %8.3f  total\n",
+                       std::chrono::duration<double>(last - start).count());
   }
 
 private:
