@@ -1,13 +1,15 @@
 //===- SharedLibraryWriter.cpp - LLVM dialect module to a model .so -------===//
 //
 // After translation to LLVM IR the module gets three things the runtime
-// relies on (include/mcc/ModelABI.h): the weight blob as one aligned
-// constant, `mcc_model_run(void **buffers, const int64_t *dims)` which
-// expands each buffer into the memref descriptor @forward takes (sizes and
-// strides from `dims` where a dim is dynamic, constants elsewhere), and the
-// exported descriptor. It is
-// then optimized for the chosen CPU, emitted as an object and linked into a
-// shared library next to the output, renamed into place last.
+// relies on (include/mcc/ModelABI.h): the weight blob as one aligned symbol
+// (only declared in the IR: its bytes go to the linker in an ELF object of
+// their own, or the runtime maps them from a file beside the .so),
+// `mcc_model_run(void **buffers, const int64_t *dims)` which expands each
+// buffer into the memref descriptor @forward takes (sizes and strides from
+// `dims` where a dim is dynamic, constants elsewhere), and the exported
+// descriptor. It is then optimized for the chosen CPU, emitted as an object
+// and linked into a shared library next to the output, renamed into place
+// last.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +25,7 @@
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/BinaryFormat/ELF.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -31,14 +34,17 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+#include "llvm/Support/SwapByteOrder.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <cstring>
 #include <unistd.h>
 
 #ifndef MCC_MODEL_SUPPORT_PATH
@@ -93,6 +99,111 @@ struct TempFile {
       llvm::sys::fs::remove(path);
   }
 };
+
+/// The embedded blob's symbol: hidden, so it stays out of the .so's dynamic
+/// symbol table and each loaded model binds its own.
+constexpr const char *kWeightsSymbol = "mcc.weights";
+
+/// Writes `blob` as an ELF relocatable object for the linker: one section,
+/// .rodata.mcc_weights (64-byte aligned), holding the bytes, and
+/// kWeightsSymbol (hidden) at its start. The blob goes from the importer's
+/// records to the file without passing through LLVM or an assembler. The
+/// ELF identity (machine, flags, OS ABI) is copied from `modelObject`, the
+/// code LLVM emitted for the same host, which must be 64-bit little-endian
+/// ELF.
+LogicalResult writeWeightsObject(const WeightBlob &blob,
+                                 llvm::StringRef modelObject,
+                                 llvm::StringRef path, Location loc) {
+  namespace elf = llvm::ELF;
+  auto model = llvm::MemoryBuffer::getFile(modelObject, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+  if (!model)
+    return emitError(loc) << "cannot read " << modelObject << ": "
+                          << model.getError().message();
+  elf::Elf64_Ehdr modelHeader;
+  llvm::StringRef bytes = (*model)->getBuffer();
+  if (bytes.size() < sizeof(modelHeader) || !bytes.starts_with(elf::ElfMagic))
+    return emitError(loc) << "the object LLVM emitted is not ELF";
+  memcpy(&modelHeader, bytes.data(), sizeof(modelHeader));
+  if (modelHeader.e_ident[elf::EI_CLASS] != elf::ELFCLASS64 ||
+      modelHeader.e_ident[elf::EI_DATA] != elf::ELFDATA2LSB ||
+      !llvm::sys::IsLittleEndianHost)
+    return emitError(loc) << "embedded weights need a 64-bit little-endian "
+                             "ELF host; use --weights external";
+
+  // Sections: null, the weights, .note.GNU-stack (no executable stack),
+  // .symtab, .strtab, .shstrtab.
+  std::string shstrtab(1, '\0');
+  auto name = [&](llvm::StringRef s) {
+    uint32_t offset = shstrtab.size();
+    shstrtab += s;
+    shstrtab += '\0';
+    return offset;
+  };
+  std::string strtab = std::string(1, '\0') + kWeightsSymbol;
+  strtab += '\0';
+  elf::Elf64_Sym syms[2] = {};
+  syms[1].st_name = 1;
+  syms[1].setBindingAndType(elf::STB_GLOBAL, elf::STT_OBJECT);
+  syms[1].st_other = elf::STV_HIDDEN;
+  syms[1].st_shndx = 1;
+  syms[1].st_size = blob.size();
+
+  uint64_t dataOffset = sizeof(elf::Elf64_Ehdr); // 64: already aligned
+  uint64_t symOffset = llvm::alignTo(dataOffset + blob.size(), 8);
+  uint64_t strOffset = symOffset + sizeof(syms);
+  uint64_t shstrOffset = strOffset + strtab.size();
+  elf::Elf64_Shdr sections[6] = {};
+  auto section = [&](int i, llvm::StringRef s, uint32_t type, uint64_t flags,
+                     uint64_t offset, uint64_t size, uint64_t align) {
+    sections[i].sh_name = name(s);
+    sections[i].sh_type = type;
+    sections[i].sh_flags = flags;
+    sections[i].sh_offset = offset;
+    sections[i].sh_size = size;
+    sections[i].sh_addralign = align;
+  };
+  section(1, ".rodata.mcc_weights", elf::SHT_PROGBITS, elf::SHF_ALLOC,
+          dataOffset, blob.size(), 64);
+  section(2, ".note.GNU-stack", elf::SHT_PROGBITS, 0, symOffset, 0, 1);
+  section(3, ".symtab", elf::SHT_SYMTAB, 0, symOffset, sizeof(syms), 8);
+  sections[3].sh_link = 4;
+  sections[3].sh_info = 1; // the first non-local symbol
+  sections[3].sh_entsize = sizeof(elf::Elf64_Sym);
+  section(4, ".strtab", elf::SHT_STRTAB, 0, strOffset, strtab.size(), 1);
+  section(5, ".shstrtab", elf::SHT_STRTAB, 0, shstrOffset, 0, 1);
+  sections[5].sh_size = shstrtab.size();
+  uint64_t shOffset = llvm::alignTo(shstrOffset + shstrtab.size(), 8);
+
+  elf::Elf64_Ehdr header = {};
+  memcpy(header.e_ident, modelHeader.e_ident, elf::EI_NIDENT);
+  header.e_type = elf::ET_REL;
+  header.e_machine = modelHeader.e_machine;
+  header.e_version = elf::EV_CURRENT;
+  header.e_flags = modelHeader.e_flags;
+  header.e_shoff = shOffset;
+  header.e_ehsize = sizeof(elf::Elf64_Ehdr);
+  header.e_shentsize = sizeof(elf::Elf64_Shdr);
+  header.e_shnum = 6;
+  header.e_shstrndx = 5;
+
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return emitError(loc) << "cannot write " << path << ": " << ec.message();
+  os.write(reinterpret_cast<const char *>(&header), sizeof(header));
+  blob.write(os);
+  os.write_zeros(symOffset - dataOffset - blob.size());
+  os.write(reinterpret_cast<const char *>(syms), sizeof(syms));
+  os << strtab << shstrtab;
+  os.write_zeros(shOffset - shstrOffset - shstrtab.size());
+  os.write(reinterpret_cast<const char *>(sections), sizeof(sections));
+  os.close();
+  if (os.has_error())
+    return emitError(loc) << "cannot write " << path << ": "
+                          << os.error().message();
+  return success();
+}
 
 llvm::GlobalVariable *constantGlobal(llvm::Module &m, llvm::Constant *init,
                                      const llvm::Twine &name,
@@ -191,17 +302,18 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
     ib.CreateRet(
         ib.CreateSelect(ib.CreateIsNull(p), ib.getInt32(1), ib.getInt32(0)));
   } else if (!model.weightBlob.empty()) {
-    // Embedded weights are small by design (--weights auto moves them out
-    // past 512 MiB), so assembling them here is fine.
-    std::string bytes;
-    {
-      llvm::raw_string_ostream os(bytes);
-      model.weightBlob.write(os);
-    }
-    auto *data = llvm::ConstantDataArray::getRaw(
-        bytes, bytes.size(), llvm::Type::getInt8Ty(ctx));
-    auto *g = constantGlobal(m, data, "mcc.weights", 64);
-    g->setSection(".rodata.mcc_weights");
+    // Embedded weights never enter the IR: the global is only declared
+    // here and defined by an object written straight from the blob
+    // (writeWeightsObject) that is linked beside the code.
+    auto *g = new llvm::GlobalVariable(
+        m,
+        llvm::ArrayType::get(llvm::Type::getInt8Ty(ctx),
+                             model.weightBlob.size()),
+        /*isConstant=*/true, llvm::GlobalValue::ExternalLinkage, nullptr,
+        kWeightsSymbol);
+    g->setAlignment(llvm::Align(64));
+    g->setVisibility(llvm::GlobalValue::HiddenVisibility);
+    g->setDSOLocal(true);
     blob = g;
   }
 
@@ -608,6 +720,16 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
     markStep(options.timer, "code generation (object file)");
   }
 
+  // Embedded weights: an object of their own, linked beside the code.
+  TempFile weightsObject;
+  if (!options.externalWeights && !model.weightBlob.empty()) {
+    weightsObject.path = (outputPath + ".weights.o.tmp." + pid).str();
+    if (failed(writeWeightsObject(model.weightBlob, object.path,
+                                  weightsObject.path, loc)))
+      return failure();
+    markStep(options.timer, "weights object file");
+  }
+
   TempFile library{(outputPath + ".tmp." + pid).str()};
   // The CUDA shim is C++: link with the C++ driver.
   auto linker = llvm::sys::findProgramByName(options.cuda ? "c++" : "cc");
@@ -622,6 +744,8 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
   std::vector<std::string> argStore = {*linker,     "-shared",
                                        "-o",        library.path,
                                        object.path, MCC_MODEL_SUPPORT_PATH};
+  if (!weightsObject.path.empty())
+    argStore.push_back(weightsObject.path);
   if (options.cuda) {
     std::string shim = MCC_CUDA_SHIM_PATH;
     if (shim.empty() || !llvm::sys::fs::exists(shim))
