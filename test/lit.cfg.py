@@ -10,6 +10,7 @@ config.excludes = ["unit", "e2e", "errors", "Inputs", "CMakeLists.txt", "lit.cfg
 path = os.pathsep.join(config.mcc_tools_dirs + [config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.environment["PATH"] = path
 config.substitutions.append(("%models", os.path.join(config.mcc_source_dir, "models")))
+config.substitutions.append(("%mcc_src", config.mcc_source_dir))
 # Runs a dynamic-shape @forward against its static twins (Pipelines/Inputs).
 config.substitutions.append(("%dynamic_check", "sh {0}/test/Pipelines/Inputs/dynamic_check.sh {1} {0}".format(config.mcc_source_dir, config.llvm_tools_dir)))
 # MLIR's runtime support libraries, for tests that execute with mlir-runner.

@@ -25,6 +25,7 @@
 #include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -804,7 +805,16 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
         if (!w.source.empty()) {
           plan << "\"initializer\": \"";
           plan.write_escaped(w.source);
-          plan << "\"}";
+          // First and last 16 bytes: lets pack_weights.py find the record
+          // in a re-export whose exporter numbered initializers differently.
+          const auto *data = reinterpret_cast<const unsigned char *>(
+              model.weightBlob.recordData(i));
+          size_t edge = std::min<uint64_t>(16, w.size);
+          plan << "\", \"fingerprint\": \""
+               << llvm::toHex(llvm::ArrayRef<uint8_t>(data, edge), true)
+               << llvm::toHex(
+                      llvm::ArrayRef<uint8_t>(data + w.size - edge, edge), true)
+               << "\"}";
         } else {
           plan << "\"derived_offset\": " << derivedOffset << "}";
           derived.write(
