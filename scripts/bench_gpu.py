@@ -41,6 +41,8 @@ def main():
     ap.add_argument("--runtime", default=None)
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--only", default=None, help="comma-separated .so names (bert,gpt2,...)")
+    ap.add_argument("--gemm-variants", default="",
+                    help="also time mcc alone under these MCC_CUDA_GEMM policies (cublas,heuristic)")
     args = ap.parse_args()
     only = set(args.only.split(",")) if args.only else None
     results = []
@@ -64,9 +66,19 @@ def main():
             continue
         cmd = [sys.executable, os.path.join(HERE, "bench_gpu.py"), "--one", arch, so, str(batch),
                str(seq), str(args.runs)] + (["--runtime", args.runtime] if args.runtime else [])
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        env = dict(os.environ, MCC_CUDA_GEMM_VERBOSE="1")
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
         line = [l for l in r.stdout.splitlines() if l.startswith("ROW ")]
-        print("\n".join(l for l in r.stdout.splitlines() if l.startswith("PROFILE ")), flush=True)
+        print("\n".join(l for l in r.stdout.splitlines() if l.startswith(("PROFILE ", "FIRST "))), flush=True)
+        print("\n".join("GEMM " + l for l in r.stderr.splitlines() if l.startswith("mcc: GEMM")), flush=True)
+        for policy in filter(None, args.gemm_variants.split(",")):
+            v = subprocess.run([sys.executable, os.path.join(HERE, "bench_gpu.py"), "--one-mcc", arch,
+                                so, str(batch), str(seq), str(args.runs)] +
+                               (["--runtime", args.runtime] if args.runtime else []),
+                               capture_output=True, text=True, env=dict(os.environ, MCC_CUDA_GEMM=policy))
+            got = [l for l in v.stdout.splitlines() if l.startswith("MCC ")]
+            print(f"VARIANT {arch} b{batch} MCC_CUDA_GEMM={policy}: "
+                  f"{got[0][4:] if got else 'FAILED ' + v.stderr.strip()[-300:]}", flush=True)
         results.append(line[0][4:] if line else f"{arch:10} b{batch} s{seq}: FAILED {r.stderr.strip()[-300:]}")
         print(results[-1], flush=True)
     print(f"\n{'model':10} {'shape':10} {'rel.err':>9} {'eager':>8} {'compile':>8} {'reduce-oh':>9} "
@@ -112,7 +124,7 @@ def profile_mcc(model, feeds, arch, batch, runs=5):
         print(f"PROFILE   top kernel {name}: {tot:.3f} ms ({n // runs}x)")
 
 
-def one(arch, so, batch, seq, runs, runtime):
+def one(arch, so, batch, seq, runs, runtime, mcc_only=False):
     sys.path.insert(0, HERE)
     sys.path.insert(0, os.path.join(HERE, "..", "python"))
     import export_full  # hides the GPU for exporting: undo that below
@@ -140,11 +152,23 @@ def one(arch, so, batch, seq, runs, runtime):
             ts.append(s.elapsed_time(e))
         return float(np.median(ts))
 
+    t0 = time.perf_counter()
     model = mcc.load(so, runtime=runtime)
     feeds = {k: v.numpy() for k, v in inputs.items()}
+    got = model.run(feeds)
+    first = (time.perf_counter() - t0) * 1e3
+    if mcc_only:
+        dev_call, dev_outs = model.prepare({k: v for k, v in zip(inputs.keys(), gpu_in)})
+        dev_call()
+        with torch.no_grad():
+            ref = module(*gpu_in)
+        err = max(float((dev_outs[o] - r).abs().max()) / float(r.abs().max())
+                  for o, r in zip(outputs, ref))
+        print(f"MCC {cuda_ms(dev_call):.3f} ms (rel.err {err:.1e}, load + first run {first:.0f} ms)")
+        return
+    print(f"FIRST {arch} b{batch}: load + first run {first:.0f} ms (weights upload, GEMM tuning)")
     with torch.no_grad():
         ref = module(*gpu_in)
-        got = model.run(feeds)
         err = max(float(np.max(np.abs(got[o] - r.cpu().numpy())) / float(r.abs().max()))
                   for o, r in zip(outputs, ref))
         eager = cuda_ms(lambda: module(*gpu_in))
@@ -177,9 +201,9 @@ def one(arch, so, batch, seq, runs, runtime):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "--one":
+    if len(sys.argv) > 1 and sys.argv[1] in ("--one", "--one-mcc"):
         a = sys.argv[2:]
         rt = a[a.index("--runtime") + 1] if "--runtime" in a else None
-        one(a[0], a[1], int(a[2]), int(a[3]), int(a[4]), rt)
+        one(a[0], a[1], int(a[2]), int(a[3]), int(a[4]), rt, sys.argv[1] == "--one-mcc")
     else:
         main()
