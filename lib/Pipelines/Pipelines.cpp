@@ -73,7 +73,7 @@ const StageText kCudaStages[] = {
      "func.func(mcc-strided-copy-to-linalg{all-copies}),"
      "convert-linalg-to-parallel-loops,"
      "canonicalize,func.func(mcc-gpu-fold-pad-reads),func.func(mcc-gpu-device-memory),func.func(mcc-gpu-"
-     "distribute),convert-parallel-loops-to-gpu,canonicalize,"
+     "distribute{coarsen-factor=4}),convert-parallel-loops-to-gpu,canonicalize,"
      "convert-math-to-funcs{convert-ctlz=false},"
      "func.func(gpu-launch-sink-index-computations),gpu-kernel-outlining,mcc-gpu-gather-kernels,mcc-gpu-libdevice-calls,"
      "func.func(gpu-async-region),"

@@ -149,8 +149,8 @@ def GpuDistributeLoops : Pass<"mcc-gpu-distribute", "mlir::func::FuncOp"> {
   let options = [
     Option<"blockSize", "block-size", "int64_t", "256", "Threads per block">,
     Option<"coarsenFactor", "coarsen-factor", "int64_t", "1",
-           "Elements per thread in large memory-bound nests (1: off; not "
-           "yet measured on a GPU, so off in the cuda pipeline)">,
+           "Elements per thread in large memory-bound nests (1: off; the "
+           "cuda pipeline uses 4)">,
     Option<"coarsenMinIterations", "coarsen-min-iterations", "int64_t",
            "1048576", "Smallest static nest that gets several elements per "
            "thread">,
