@@ -38,28 +38,44 @@ def checksum(data):
     return h
 
 
+def fingerprint(data):
+    edge = min(16, len(data))
+    return (data[:edge] + data[len(data) - edge:]).hex()
+
+
 def match_renumbered(records, inits):
-    """Another torch version's exporter may name the same initializer
-    differently ("onnx::MatMul_1504" here, "onnx::MatMul_1490" there). A
-    record whose name is missing is found by its size and fingerprint (its
-    first and last 16 bytes, written by mcc into the plan); equal
-    fingerprints of equal size are taken as the same tensor, which the
-    checksum and the benchmark's comparison with torch then check."""
-    missing = [r for r in records if "initializer" in r and r["initializer"] not in inits]
-    if not missing:
+    """Another torch version's exporter may number its initializers
+    differently ("onnx::MatMul_1504" here is another tensor, or none, in a
+    re-export). A record whose name is missing, or names a tensor of
+    another size or fingerprint (its first and last 16 bytes, written by
+    mcc into the plan), is found by size and fingerprint instead. The
+    checksum and the benchmark's comparison with torch check the result."""
+    arrays = {}
+
+    def data_of(name):
+        if name not in arrays:
+            arrays[name] = numpy_helper.to_array(inits[name]).tobytes()
+        return arrays[name]
+
+    def same(r, name):
+        if name not in inits:
+            return False
+        d = data_of(name)
+        return len(d) == r["size"] and ("fingerprint" not in r or fingerprint(d) == r["fingerprint"])
+
+    moved = [r for r in records if "initializer" in r and not same(r, r["initializer"])]
+    if not moved:
         return {}
     by_print = {}
-    for name, t in inits.items():
-        data = numpy_helper.to_array(t).tobytes()
-        edge = min(16, len(data))
-        key = (len(data), (data[:edge] + data[len(data) - edge:]).hex())
-        by_print.setdefault(key, []).append(t)
+    for name in inits:
+        d = data_of(name)
+        by_print.setdefault((len(d), fingerprint(d)), name)
     out = {}
-    for r in missing:
-        key = (r["size"], r.get("fingerprint"))
-        if key[1] and key in by_print:
-            out[r["initializer"]] = by_print[key][0]
-    print(f"found {len(out)} of {len(missing)} renamed initializers by fingerprint", file=sys.stderr)
+    for r in moved:
+        name = by_print.get((r["size"], r.get("fingerprint")))
+        if name is not None:
+            out[r["initializer"]] = inits[name]
+    print(f"found {len(out)} of {len(moved)} renamed initializers by fingerprint", file=sys.stderr)
     return out
 
 
@@ -78,7 +94,9 @@ def main():
     blob = bytearray(plan["bytes"])
     for r in plan["records"]:
         if "initializer" in r:
-            t = inits.get(r["initializer"]) or renamed.get(r["initializer"])
+            t = renamed.get(r["initializer"])
+            if t is None:
+                t = inits.get(r["initializer"])
             if t is None:
                 sys.exit(f"initializer {r['initializer']!r} is not in {args.model}")
             data = numpy_helper.to_array(t).tobytes()
