@@ -134,7 +134,8 @@ void loadDriver() {
       bind(lib, "cuEventDestroy_v2", d.cuEventDestroy) &&
       bind(lib, "cuEventRecord", d.cuEventRecord) &&
       bind(lib, "cuEventSynchronize", d.cuEventSynchronize) &&
-      bind(lib, "cuEventElapsedTime_v2", d.cuEventElapsedTime);
+      // The _v2 entry needs a 12.8+ driver; timing needs nothing it adds.
+      bind(lib, "cuEventElapsedTime", d.cuEventElapsedTime);
   if (!ok) {
     driver.error = "the CUDA driver lacks a required entry point";
     return;
@@ -470,6 +471,7 @@ struct BlasLt {
                               cublasLtMatrixLayoutAttribute_t, const void *,
                               size_t);
   cublasStatus_t (*prefCreate)(cublasLtMatmulPreference_t *);
+  cublasStatus_t (*prefDestroy)(cublasLtMatmulPreference_t);
   cublasStatus_t (*prefSet)(cublasLtMatmulPreference_t,
                             cublasLtMatmulPreferenceAttributes_t, const void *,
                             size_t);
@@ -529,6 +531,7 @@ bool blasLtReady() {
                bind(lib, "cublasLtMatrixLayoutCreate", b.layoutCreate) &&
                bind(lib, "cublasLtMatrixLayoutSetAttribute", b.layoutSet) &&
                bind(lib, "cublasLtMatmulPreferenceCreate", b.prefCreate) &&
+               bind(lib, "cublasLtMatmulPreferenceDestroy", b.prefDestroy) &&
                bind(lib, "cublasLtMatmulPreferenceSetAttribute", b.prefSet) &&
                bind(lib, "cublasLtMatmulAlgoGetHeuristic", b.heuristic) &&
                bind(lib, "cublasLtMatmul", b.matmul);
@@ -713,7 +716,10 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
                           plan.cLayout, plan.cLayout, pref, kCandidates, found,
                           &numFound) == 0 &&
        numFound > 0;
+  if (pref)
+    lt.prefDestroy(pref);
   // (Descriptors of a refused shape are leaked: a handful of bytes, once.)
+  CUdeviceptr scratch = 0;
   if (!ok) {
     plan.useLt = false;
   } else if (gemmPolicy() == GemmPolicy::Heuristic || capturing()) {
@@ -724,10 +730,11 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
     // Time every candidate and sgemm into a scratch output: the real one
     // may be accumulated into (beta = 1).
     int64_t cElems = (s.batch - 1) * s.cBatch + (s.m - 1) * s.ldc + s.n;
-    CUdeviceptr scratch = 0;
     driver.cuStreamSynchronize(runStream);
     if (driver.cuMemAlloc(&scratch, cElems * sizeof(float)) != CUDA_SUCCESS)
-      return plan;
+      scratch = 0; // no room to time: sgemm, decided once
+  }
+  if (scratch) {
     float *c = reinterpret_cast<float *>(scratch);
     float best = timeCandidate([&] { return runSgemm(s, a, b, c); });
     float sgemmMs = best;
