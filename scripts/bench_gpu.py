@@ -41,8 +41,11 @@ def main():
     ap.add_argument("--runtime", default=None)
     ap.add_argument("--runs", type=int, default=50)
     ap.add_argument("--only", default=None, help="comma-separated .so names (bert,gpt2,...)")
+    ap.add_argument("--variants", default="",
+                    help="also time mcc alone (same .so) under these environment settings, "
+                         "comma-separated NAME=VALUE: MCC_CUDA_GEMM=cublas,MCC_CUDA_PRECISION=tf32x3")
     ap.add_argument("--gemm-variants", default="",
-                    help="also time mcc alone under these MCC_CUDA_GEMM policies (cublas,heuristic)")
+                    help="shorthand for --variants MCC_CUDA_GEMM=<each>")
     args = ap.parse_args()
     only = set(args.only.split(",")) if args.only else None
     results = []
@@ -71,14 +74,26 @@ def main():
         line = [l for l in r.stdout.splitlines() if l.startswith("ROW ")]
         print("\n".join(l for l in r.stdout.splitlines() if l.startswith(("PROFILE ", "FIRST "))), flush=True)
         print("\n".join("GEMM " + l for l in r.stderr.splitlines() if l.startswith("mcc: GEMM")), flush=True)
-        for policy in filter(None, args.gemm_variants.split(",")):
+        variants = [v for v in args.variants.split(",") if v] + \
+            [f"MCC_CUDA_GEMM={p}" for p in args.gemm_variants.split(",") if p]
+        for variant in variants:
+            key, _, value = variant.partition("=")
             v = subprocess.run([sys.executable, os.path.join(HERE, "bench_gpu.py"), "--one-mcc", arch,
                                 so, str(batch), str(seq), str(args.runs)] +
                                (["--runtime", args.runtime] if args.runtime else []),
-                               capture_output=True, text=True, env=dict(os.environ, MCC_CUDA_GEMM=policy))
+                               capture_output=True, text=True,
+                               env=dict(os.environ, MCC_CUDA_GEMM_VERBOSE="1", **{key: value}))
             got = [l for l in v.stdout.splitlines() if l.startswith("MCC ")]
-            print(f"VARIANT {arch} b{batch} MCC_CUDA_GEMM={policy}: "
+            print("\n".join("VARIANT " + l for l in v.stdout.splitlines() if l.startswith("PROFILE ")))
+            print(f"VARIANT {arch} b{batch} {variant}: "
                   f"{got[0][4:] if got else 'FAILED ' + v.stderr.strip()[-300:]}", flush=True)
+            gemms = [l for l in v.stderr.splitlines() if l.startswith("mcc: GEMM")]
+            kinds = {}
+            for l in gemms:
+                k = l.split("chose ")[-1].split(" (")[0]
+                kinds[k] = kinds.get(k, 0) + 1
+            if kinds:
+                print(f"VARIANT {arch} b{batch} {variant}: GEMM shapes by choice {kinds}", flush=True)
         results.append(line[0][4:] if line else f"{arch:10} b{batch} s{seq}: FAILED {r.stderr.strip()[-300:]}")
         print(results[-1], flush=True)
     print(f"\n{'model':10} {'shape':10} {'rel.err':>9} {'eager':>8} {'compile':>8} {'reduce-oh':>9} "
@@ -165,6 +180,8 @@ def one(arch, so, batch, seq, runs, runtime, mcc_only=False):
         err = max(float((dev_outs[o] - r).abs().max()) / float(r.abs().max())
                   for o, r in zip(outputs, ref))
         print(f"MCC {cuda_ms(dev_call):.3f} ms (rel.err {err:.1e}, load + first run {first:.0f} ms)")
+        if os.environ.get("MCC_BENCH_PROFILE", "1") != "0":
+            profile_mcc(model, feeds, arch, batch)
         return
     print(f"FIRST {arch} b{batch}: load + first run {first:.0f} ms (weights upload, GEMM tuning)")
     with torch.no_grad():

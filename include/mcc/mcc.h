@@ -92,6 +92,9 @@ void mcc_model_free(mcc_model *model);
 /* "cpu" or "cuda", and the architecture the code was built for. */
 const char *mcc_model_target(const mcc_model *model);
 const char *mcc_model_arch(const mcc_model *model);
+/* Precision of matrix products: "fp32", or for cuda models compiled with
+ * --precision, "tf32x3" or "tf32". */
+const char *mcc_model_precision(const mcc_model *model);
 
 size_t mcc_model_num_inputs(const mcc_model *model);
 size_t mcc_model_num_outputs(const mcc_model *model);

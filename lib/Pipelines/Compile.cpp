@@ -46,6 +46,12 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
   CompileOptions resolved = options;
   if (!cuda)
     resolved.cpuVectorBits = cpuVectorBits(options.cpu);
+  if (!cuda && options.precision != "fp32") {
+    emitError(optionsLoc) << "--precision " << options.precision
+                          << " needs --target cuda (the cpu target computes "
+                             "in fp32)";
+    return failure();
+  }
   if (cuda) {
     llvm::StringRef arch = options.gpuArch;
     unsigned sm = 0;
@@ -109,6 +115,7 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
   target.cpu = options.cpu;
   target.cuda = cuda;
   target.gpuArch = options.gpuArch;
+  target.precision = options.precision;
   target.timer = options.timer;
   target.externalWeights =
       options.weights == "external" ||

@@ -383,6 +383,14 @@ MCC_API const char *mcc_model_arch(const mcc_model *model) {
   return model ? model->desc->arch : "";
 }
 
+MCC_API const char *mcc_model_precision(const mcc_model *model) {
+  if (!model)
+    return "";
+  // Written by `mcc compile --precision` into CUDA models only.
+  auto *p = static_cast<const char *>(dlsym(model->handle, "mcc_precision"));
+  return p ? p : "fp32";
+}
+
 MCC_API size_t mcc_model_num_inputs(const mcc_model *model) {
   return model ? static_cast<size_t>(model->desc->num_inputs) : 0;
 }

@@ -153,6 +153,7 @@ int inspectModelCommand(const std::string &modelPath) {
   nlohmann::json j = {{"path", modelPath},
                       {"target", mcc_model_target(model.get())},
                       {"arch", mcc_model_arch(model.get())},
+                      {"precision", mcc_model_precision(model.get())},
                       {"inputs", describe(true)},
                       {"outputs", describe(false)},
                       {"symbols", symbols}};

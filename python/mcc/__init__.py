@@ -150,6 +150,8 @@ class Runtime:
         lib.mcc_model_target.argtypes = [P]
         lib.mcc_model_arch.restype = ctypes.c_char_p
         lib.mcc_model_arch.argtypes = [P]
+        lib.mcc_model_precision.restype = ctypes.c_char_p
+        lib.mcc_model_precision.argtypes = [P]
         lib.mcc_model_num_inputs.restype = ctypes.c_size_t
         lib.mcc_model_num_inputs.argtypes = [P]
         lib.mcc_model_num_outputs.restype = ctypes.c_size_t
@@ -294,6 +296,7 @@ class Model:
         self._handle = handle
         self.target = (lib.mcc_model_target(handle) or b"").decode()
         self.arch = (lib.mcc_model_arch(handle) or b"").decode()
+        self.precision = (lib.mcc_model_precision(handle) or b"").decode()
         self._in = [self._info(lib.mcc_model_input_info, i)
                     for i in range(lib.mcc_model_num_inputs(handle))]
         self._out = [self._info(lib.mcc_model_output_info, i)

@@ -192,6 +192,12 @@ int main(int argc, char **argv) {
   std::string gpuArch = "sm_90";
   compile->add_option("--gpu-arch", gpuArch,
                       "NVIDIA architecture for --target cuda (default sm_90)");
+  std::string precision = "fp32";
+  compile
+      ->add_option("--precision", precision,
+                   "Matrix products at --target cuda: fp32 (default), "
+                   "tf32x3 (fp32-accurate on TF32 tensor cores), tf32")
+      ->check(CLI::IsMember({"fp32", "tf32x3", "tf32"}));
   compile->add_option("--dump-ir", dumpDir,
                       "Write the IR after every stage into this folder");
   bool timing = false;
@@ -272,6 +278,7 @@ int main(int argc, char **argv) {
   options.target = target;
   options.cpu = cpu;
   options.gpuArch = gpuArch;
+  options.precision = precision;
   options.weights = weightsMode;
   options.dumpIrDir = dumpDir;
   for (const std::string &s : shapes) {

@@ -664,6 +664,16 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
                             options.cuda ? options.gpuArch : cpu, weightsFile,
                             loc)))
     return failure();
+  if (options.cuda) {
+    // Read by the CUDA runtime shim (its GEMM choice) and by
+    // mcc_model_precision, hence exported.
+    llvm::Constant *text = llvm::ConstantDataArray::getString(
+        llvmModule->getContext(), options.precision);
+    auto *precision = new llvm::GlobalVariable(
+        *llvmModule, text->getType(), /*isConstant=*/true,
+        llvm::GlobalValue::ExternalLinkage, text, "mcc_precision");
+    precision->setVisibility(llvm::GlobalValue::DefaultVisibility);
+  }
   for (llvm::Function &f : *llvmModule) {
     if (f.isDeclaration())
       continue;

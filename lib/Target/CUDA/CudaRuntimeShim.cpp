@@ -577,9 +577,11 @@ struct GemmShape {
   }
 };
 
-/// What runs one GEMM shape: cuBLASLt with a fixed algorithm, or sgemm.
+/// What runs one GEMM shape: sgemm, cuBLASLt with a fixed algorithm on the
+/// operands as they are (fp32 or, at --precision tf32, TF32 compute), or
+/// cuBLASLt's TF32 GEMM over tf32x3-split operands (see Tf32x3Split.cu).
 struct GemmPlan {
-  bool useLt = false;
+  enum Kind { Sgemm, Lt, Split } kind = Sgemm;
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t aLayout = nullptr, bLayout = nullptr,
                          cLayout = nullptr;
@@ -603,6 +605,173 @@ bool capturing() {
   return status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+//===--- Precision
+//----------------------------------------------------------===//
+//
+// `mcc compile --precision` writes the string mcc_precision into the model;
+// MCC_CUDA_PRECISION overrides it at run time (to compare on one .so).
+//   fp32   (default) every product in fp32 on the CUDA cores;
+//   tf32x3 fp32-accurate products on the TF32 tensor cores, three TF32
+//          products per fp32 one, where timing finds that faster per shape;
+//   tf32   one TF32 product (10-bit mantissa inputs): fastest, ~1e-3.
+
+enum class Precision { Fp32, Tf32x3, Tf32 };
+
+} // namespace
+
+// Defined (exported) by the model; weak so that the shim links without it.
+extern "C" __attribute__((weak, visibility("default"))) const char
+    mcc_precision[];
+
+namespace {
+
+Precision precision() {
+  static Precision p = [] {
+    const char *env = std::getenv("MCC_CUDA_PRECISION");
+    std::string s = env && *env ? env : (mcc_precision ? mcc_precision : "");
+    if (s == "tf32x3")
+      return Precision::Tf32x3;
+    if (s == "tf32")
+      return Precision::Tf32;
+    return Precision::Fp32;
+  }();
+  return p;
+}
+
+//===--- tf32x3 operand splitting
+//------------------------------------------===//
+
+} // namespace
+
+// The split kernel, built by nvcc from Tf32x3Split.cu (sm_80, sm_90 and
+// compute_90 PTX).
+__asm__(".pushsection .rodata.mcc_tf32x3_split, \"a\"\n"
+        ".balign 64\n"
+        ".globl mcc_tf32x3_split_fatbin\n"
+        ".hidden mcc_tf32x3_split_fatbin\n"
+        "mcc_tf32x3_split_fatbin:\n"
+        ".incbin \"" MCC_TF32X3_SPLIT_FATBIN "\"\n"
+        ".popsection\n");
+extern "C" __attribute__((visibility("hidden"))) const char
+    mcc_tf32x3_split_fatbin[];
+
+namespace {
+
+CUfunction splitKernel() {
+  static CUfunction fn = [] {
+    CUmodule module = nullptr;
+    CUfunction f = nullptr;
+    if (driver.cuModuleLoadData(&module, mcc_tf32x3_split_fatbin) !=
+            CUDA_SUCCESS ||
+        driver.cuModuleGetFunction(&f, module, "mcc_tf32x3_split") !=
+            CUDA_SUCCESS)
+      return static_cast<CUfunction>(nullptr);
+    return f;
+  }();
+  return fn;
+}
+
+/// The device weights of the run in progress: operands inside them are
+/// constant, so their split copies are made once and kept.
+thread_local CUdeviceptr runWeights = 0;
+thread_local int64_t runWeightBytes = 0;
+
+/// One operand as the split sees it: `batches` matrices of rows x cols at
+/// the given strides, and where its three copies go in the tripled operand.
+struct SplitOperand {
+  const float *src;
+  int64_t rows, cols, rowStride, batchStride, batches;
+  int64_t dstRow, dstBatch, hi1, hi2, lo;
+  int64_t elements() const { return batches * dstBatch; }
+  int64_t extent() const { // elements spanned in the source
+    return (batches - 1) * batchStride + (rows - 1) * rowStride + cols;
+  }
+};
+
+/// A' = [hi(A) | lo(A) | hi(A)], row-major m x 3k.
+SplitOperand splitA(const GemmShape &s, const float *a) {
+  int64_t batches = s.aBatch == 0 ? 1 : s.batch;
+  return {a, s.m, s.k, s.lda, s.aBatch, batches, 3 * s.k,
+          3 * s.k * s.m, 0, 2 * s.k, s.k};
+}
+
+/// B' = [hi(B); hi(B); lo(B)], row-major 3k x n.
+SplitOperand splitB(const GemmShape &s, const float *b) {
+  int64_t batches = s.bBatch == 0 ? 1 : s.batch;
+  return {b, s.k, s.n, s.ldb, s.bBatch, batches, s.n,
+          3 * s.k * s.n, 0, s.k * s.n, 2 * s.k * s.n};
+}
+
+int launchSplit(const SplitOperand &o, CUdeviceptr dst) {
+  CUfunction fn = splitKernel();
+  if (!fn)
+    return -1;
+  const float *src = o.src;
+  void *out = reinterpret_cast<void *>(dst);
+  int64_t rows = o.rows, cols = o.cols, rowStride = o.rowStride,
+          batchStride = o.batchStride, dstRow = o.dstRow,
+          dstBatch = o.dstBatch, hi1 = o.hi1, hi2 = o.hi2, lo = o.lo;
+  void *params[] = {&src,    &rows,     &cols, &rowStride, &batchStride,
+                    &out,    &dstRow,   &dstBatch, &hi1,   &hi2,
+                    &lo};
+  unsigned threads = cols >= 256 ? 256 : unsigned((cols + 31) / 32 * 32);
+  return driver.cuLaunchKernel(fn, unsigned(o.batches * o.rows), 1, 1, threads,
+                               1, 1, 0, runStream, params, nullptr) ==
+                 CUDA_SUCCESS
+             ? 0
+             : -1;
+}
+
+bool insideWeights(const SplitOperand &o) {
+  auto p = reinterpret_cast<CUdeviceptr>(o.src);
+  return runWeights && p >= runWeights &&
+         p + o.extent() * sizeof(float) <=
+             runWeights + static_cast<CUdeviceptr>(runWeightBytes);
+}
+
+/// Split copies of constant operands, made outside capture and kept for the
+/// process (3x the bytes of each weight matrix used in a product).
+using SplitKey = std::tuple<const float *, int64_t, int64_t, int64_t, int64_t,
+                            int64_t, int64_t, int64_t>;
+std::map<SplitKey, CUdeviceptr> &splitCache() {
+  static std::map<SplitKey, CUdeviceptr> c;
+  return c;
+}
+
+/// The split copy of an operand: a kept one for weights, else a
+/// stream-ordered temporary the caller frees (`temporary` set).
+int splitOperand(const SplitOperand &o, CUdeviceptr &out, bool &temporary) {
+  temporary = false;
+  size_t bytes = size_t(o.elements()) * sizeof(float);
+  if (insideWeights(o)) {
+    SplitKey key{o.src, o.rows, o.cols, o.rowStride, o.batchStride,
+                 o.batches, o.dstRow, o.hi2};
+    std::lock_guard<std::mutex> lock(plansMutex());
+    auto it = splitCache().find(key);
+    if (it != splitCache().end()) {
+      out = it->second;
+      return 0;
+    }
+    if (!capturing()) {
+      if (driver.cuMemAlloc(&out, bytes) != CUDA_SUCCESS)
+        return -1;
+      if (launchSplit(o, out) != 0) {
+        driver.cuMemFree(out);
+        return -1;
+      }
+      splitCache().emplace(key, out);
+      return 0;
+    }
+  }
+  if (driver.cuMemAllocAsync(&out, bytes, runStream) != CUDA_SUCCESS)
+    return -1;
+  temporary = true;
+  return launchSplit(o, out);
+}
+
+//===--- Running a plan
+//-----------------------------------------------------===//
+
 int runSgemm(const GemmShape &s, const float *a, const float *b, float *c) {
   BlasHandle h = blasHandle();
   if (!h)
@@ -623,6 +792,32 @@ int runLt(const GemmShape &s, const GemmPlan &p, LtThread &t, const float *a,
       t.handle, p.desc, &one, b, p.bLayout, a, p.aLayout, &beta, c, p.cLayout,
       c, p.cLayout, &p.algo, reinterpret_cast<void *>(t.workspace),
       p.workspace, reinterpret_cast<cudaStream_t>(runStream));
+}
+
+int runSplit(const GemmShape &s, const GemmPlan &p, LtThread &t,
+             const float *a, const float *b, float *c) {
+  CUdeviceptr a3 = 0, b3 = 0;
+  bool aTemp = false, bTemp = false;
+  int rc = splitOperand(splitA(s, a), a3, aTemp);
+  if (rc == 0)
+    rc = splitOperand(splitB(s, b), b3, bTemp);
+  if (rc == 0)
+    rc = runLt(s, p, t, reinterpret_cast<const float *>(a3),
+               reinterpret_cast<const float *>(b3), c);
+  if (aTemp)
+    driver.cuMemFreeAsync(a3, runStream);
+  if (bTemp)
+    driver.cuMemFreeAsync(b3, runStream);
+  return rc;
+}
+
+int runPlan(const GemmShape &s, const GemmPlan &p, LtThread *t, const float *a,
+            const float *b, float *c) {
+  if (p.kind == GemmPlan::Sgemm || !t)
+    return runSgemm(s, a, b, c);
+  if (p.kind == GemmPlan::Split)
+    return runSplit(s, p, *t, a, b, c);
+  return runLt(s, p, *t, a, b, c);
 }
 
 /// A candidate's time per call in milliseconds (infinity if it fails),
@@ -675,24 +870,25 @@ template <typename F> float timeCandidate(F &&launch) {
   return ok ? best : 1e30f;
 }
 
-/// The plan for a shape: made (and, outside capture, timed) the first time.
-GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
-  {
-    std::lock_guard<std::mutex> lock(plansMutex());
-    auto it = plans().find(s);
-    if (it != plans().end())
-      return it->second;
-  }
-  GemmPlan plan;
-  LtThread *t = blasLtReady() ? ltThread() : nullptr;
-  if (!t)
-    return plan; // sgemm; not cached, cuBLASLt may come later
+//===--- Choosing a plan
+//----------------------------------------------------===//
+
+constexpr int kCandidates = 16;
+
+/// cuBLASLt's problem for a shape (on the tripled operands when `split`)
+/// and up to kCandidates algorithms for it; false if it offers none.
+bool ltProblem(const GemmShape &s, LtThread &t, cublasComputeType_t compute,
+               bool split, GemmPlan &plan,
+               std::vector<cublasLtMatmulHeuristicResult_t> &found) {
   BlasLt &lt = theBlasLt();
-  bool ok =
-      lt.descCreate(&plan.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == 0 &&
-      lt.layoutCreate(&plan.bLayout, CUDA_R_32F, s.n, s.k, s.ldb) == 0 &&
-      lt.layoutCreate(&plan.aLayout, CUDA_R_32F, s.k, s.m, s.lda) == 0 &&
-      lt.layoutCreate(&plan.cLayout, CUDA_R_32F, s.n, s.m, s.ldc) == 0;
+  int64_t k = split ? 3 * s.k : s.k;
+  int64_t ldb = split ? s.n : s.ldb, lda = split ? 3 * s.k : s.lda;
+  int64_t bBatch = split && s.bBatch ? 3 * s.k * s.n : s.bBatch;
+  int64_t aBatch = split && s.aBatch ? 3 * s.k * s.m : s.aBatch;
+  bool ok = lt.descCreate(&plan.desc, compute, CUDA_R_32F) == 0 &&
+            lt.layoutCreate(&plan.bLayout, CUDA_R_32F, s.n, k, ldb) == 0 &&
+            lt.layoutCreate(&plan.aLayout, CUDA_R_32F, k, s.m, lda) == 0 &&
+            lt.layoutCreate(&plan.cLayout, CUDA_R_32F, s.n, s.m, s.ldc) == 0;
   if (ok && s.batch > 1) {
     int32_t count = static_cast<int32_t>(s.batch);
     auto batched = [&](cublasLtMatrixLayout_t l, int64_t stride) {
@@ -701,72 +897,127 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
              lt.layoutSet(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
                           &stride, sizeof(stride)) == 0;
     };
-    ok = batched(plan.bLayout, s.bBatch) && batched(plan.aLayout, s.aBatch) &&
+    ok = batched(plan.bLayout, bBatch) && batched(plan.aLayout, aBatch) &&
          batched(plan.cLayout, s.cBatch);
   }
   cublasLtMatmulPreference_t pref = nullptr;
   uint64_t maxWorkspace = kLtWorkspaceBytes;
+  // A plan serves every call of its shape: ask only for algorithms that
+  // work on 16-byte aligned operands (gemm() sends others to sgemm).
+  uint32_t alignment = 16;
   ok = ok && lt.prefCreate(&pref) == 0 &&
        lt.prefSet(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                   &maxWorkspace, sizeof(maxWorkspace)) == 0;
-  constexpr int kCandidates = 16;
-  cublasLtMatmulHeuristicResult_t found[kCandidates];
+  for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                    CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+    ok = ok && lt.prefSet(pref, attr, &alignment, sizeof(alignment)) == 0;
+  found.resize(kCandidates);
   int numFound = 0;
-  ok = ok && lt.heuristic(t->handle, plan.desc, plan.bLayout, plan.aLayout,
-                          plan.cLayout, plan.cLayout, pref, kCandidates, found,
-                          &numFound) == 0 &&
-       numFound > 0;
+  ok = ok && lt.heuristic(t.handle, plan.desc, plan.bLayout, plan.aLayout,
+                          plan.cLayout, plan.cLayout, pref, kCandidates,
+                          found.data(), &numFound) == 0;
   if (pref)
     lt.prefDestroy(pref);
   // (Descriptors of a refused shape are leaked: a handful of bytes, once.)
-  CUdeviceptr scratch = 0;
-  if (!ok) {
-    plan.useLt = false;
-  } else if (gemmPolicy() == GemmPolicy::Heuristic || capturing()) {
-    plan.useLt = true;
-    plan.algo = found[0].algo;
-    plan.workspace = found[0].workspaceSize;
-  } else {
-    // Time every candidate and sgemm into a scratch output: the real one
-    // may be accumulated into (beta = 1).
+  found.resize(ok ? numFound : 0);
+  found.erase(std::remove_if(found.begin(), found.end(),
+                             [](const cublasLtMatmulHeuristicResult_t &r) {
+                               return r.state != CUBLAS_STATUS_SUCCESS;
+                             }),
+              found.end());
+  return !found.empty();
+}
+
+const char *kindName(GemmPlan::Kind k) {
+  return k == GemmPlan::Sgemm ? "sgemm"
+         : k == GemmPlan::Lt  ? "cuBLASLt"
+                              : "cuBLASLt tf32x3";
+}
+
+/// The plan for a shape: made (and, outside capture, timed) the first time.
+/// Every candidate meets the model's precision: at fp32, sgemm and
+/// cuBLASLt's fp32 algorithms; at tf32x3 also the split TF32 products; at
+/// tf32, cuBLASLt's TF32 algorithms only.
+GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
+  {
+    std::lock_guard<std::mutex> lock(plansMutex());
+    auto it = plans().find(s);
+    if (it != plans().end())
+      return it->second;
+  }
+  GemmPlan sgemm;
+  LtThread *t = blasLtReady() ? ltThread() : nullptr;
+  if (!t)
+    return sgemm; // not cached: cuBLASLt may come later
+  Precision p = precision();
+  std::vector<cublasLtMatmulHeuristicResult_t> foundFp32, foundSplit;
+  GemmPlan fp32, split;
+  fp32.kind = GemmPlan::Lt;
+  split.kind = GemmPlan::Split;
+  bool haveFp32 =
+      ltProblem(s, *t,
+                p == Precision::Tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                     : CUBLAS_COMPUTE_32F,
+                false, fp32, foundFp32);
+  bool haveSplit = p == Precision::Tf32x3 && splitKernel() &&
+                   ltProblem(s, *t, CUBLAS_COMPUTE_32F_FAST_TF32, true, split,
+                             foundSplit);
+  GemmPlan plan = sgemm;
+  auto take = [](GemmPlan base, const cublasLtMatmulHeuristicResult_t &r) {
+    base.algo = r.algo;
+    base.workspace = r.workspaceSize;
+    return base;
+  };
+  if (gemmPolicy() == GemmPolicy::Heuristic || capturing()) {
+    if (haveSplit)
+      plan = take(split, foundSplit[0]);
+    else if (haveFp32)
+      plan = take(fp32, foundFp32[0]);
+  } else if (haveFp32 || haveSplit) {
+    // Time every candidate into a scratch output: the real one may be
+    // accumulated into (beta = 1).
+    CUdeviceptr scratch = 0;
     int64_t cElems = (s.batch - 1) * s.cBatch + (s.m - 1) * s.ldc + s.n;
     driver.cuStreamSynchronize(runStream);
-    if (driver.cuMemAlloc(&scratch, cElems * sizeof(float)) != CUDA_SUCCESS)
-      scratch = 0; // no room to time: sgemm, decided once
-  }
-  if (scratch) {
-    float *c = reinterpret_cast<float *>(scratch);
-    float best = timeCandidate([&] { return runSgemm(s, a, b, c); });
-    float sgemmMs = best;
-    int chosen = -1;
-    for (int i = 0; i < numFound; ++i) {
-      if (found[i].state != CUBLAS_STATUS_SUCCESS)
-        continue;
-      GemmPlan trial = plan;
-      trial.algo = found[i].algo;
-      trial.workspace = found[i].workspaceSize;
-      float ms = timeCandidate([&] { return runLt(s, trial, *t, a, b, c); });
-      // Keep sgemm unless a candidate is clearly faster (timing noise).
-      if (ms < best * (chosen < 0 ? 0.97f : 1.0f)) {
-        best = ms;
-        chosen = i;
+    if (driver.cuMemAlloc(&scratch, cElems * sizeof(float)) == CUDA_SUCCESS) {
+      float *c = reinterpret_cast<float *>(scratch);
+      float best = 1e30f, sgemmMs = 1e30f;
+      // At tf32 sgemm is not a candidate (it would be slower and more
+      // precise); it stays the fallback when cuBLASLt refuses the shape.
+      if (p != Precision::Tf32) {
+        sgemmMs = best = timeCandidate([&] { return runSgemm(s, a, b, c); });
+        // Keep sgemm unless a candidate is clearly faster (timing noise).
+        best *= 0.97f;
       }
+      auto tryAll = [&](const GemmPlan &base,
+                        const std::vector<cublasLtMatmulHeuristicResult_t> &f) {
+        for (const auto &r : f) {
+          GemmPlan trial = take(base, r);
+          float ms =
+              timeCandidate([&] { return runPlan(s, trial, t, a, b, c); });
+          if (ms < best) {
+            best = ms;
+            plan = trial;
+          }
+        }
+      };
+      if (haveFp32)
+        tryAll(fp32, foundFp32);
+      if (haveSplit)
+        tryAll(split, foundSplit);
+      driver.cuMemFree(scratch);
+      if (gemmVerbose())
+        std::fprintf(stderr,
+                     "mcc: GEMM m=%lld n=%lld k=%lld batch=%lld: sgemm %.4f "
+                     "ms, %zu + %zu cuBLASLt candidates, chose %s (%.4f ms)\n",
+                     (long long)s.m, (long long)s.n, (long long)s.k,
+                     (long long)s.batch, sgemmMs, foundFp32.size(),
+                     foundSplit.size(), kindName(plan.kind),
+                     plan.kind == GemmPlan::Sgemm ? sgemmMs : best);
     }
-    driver.cuMemFree(scratch);
-    if (chosen >= 0) {
-      plan.useLt = true;
-      plan.algo = found[chosen].algo;
-      plan.workspace = found[chosen].workspaceSize;
-    }
-    if (gemmVerbose())
-      std::fprintf(stderr,
-                   "mcc: GEMM m=%lld n=%lld k=%lld batch=%lld: sgemm %.4f ms, "
-                   "%d cuBLASLt candidates, chose %s (%.4f ms)\n",
-                   (long long)s.m, (long long)s.n, (long long)s.k,
-                   (long long)s.batch, sgemmMs, numFound,
-                   chosen < 0 ? "sgemm"
-                              : ("candidate " + std::to_string(chosen)).c_str(),
-                   best);
+    // else no room to time: sgemm, decided once
   }
   std::lock_guard<std::mutex> lock(plansMutex());
   return plans().emplace(s, plan).first->second;
@@ -775,13 +1026,13 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
 void gemm(const GemmShape &s, const float *a, const float *b, float *c) {
   if (runFailed || !blasReady())
     return;
-  GemmPlan plan = planFor(s, a, b);
-  int rc = -1;
-  LtThread *t = plan.useLt ? ltThread() : nullptr;
-  if (t)
-    rc = runLt(s, plan, *t, a, b, c);
-  else
-    rc = runSgemm(s, a, b, c);
+  auto aligned = [](const void *p) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+  };
+  GemmPlan plan = aligned(a) && aligned(b) && aligned(c) ? planFor(s, a, b)
+                                                         : GemmPlan();
+  LtThread *t = plan.kind != GemmPlan::Sgemm ? ltThread() : nullptr;
+  int rc = runPlan(s, plan, t, a, b, c);
   if (rc != 0 && !runFailed) {
     lastError = std::string(t ? "cublasLtMatmul" : "cublasSgemm") +
                 " failed with status " + std::to_string(rc);
@@ -989,6 +1240,8 @@ SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
   CUdeviceptr weights = 0;
   if (!deviceWeights(weightBlob, weightBytes, weights))
     return 2;
+  runWeights = weights;
+  runWeightBytes = weightBytes;
   // One context per (thread, model): the descriptor's run entry is unique
   // per model, and so is its weight blob.
   thread_local std::vector<std::pair<const void *, RunContext>> contexts;

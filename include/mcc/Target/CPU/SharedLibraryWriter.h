@@ -17,6 +17,8 @@ struct CpuTargetOptions {
   /// The host side of a CUDA model: runs through the CUDA runtime shim.
   bool cuda = false;
   std::string gpuArch; // recorded in the descriptor
+  /// CUDA only: written as `mcc_precision` for the runtime shim.
+  std::string precision = "fp32";
   /// Keep the weights in "<output>.weights" beside the .so (mapped at load)
   /// instead of inside it.
   bool externalWeights = false;

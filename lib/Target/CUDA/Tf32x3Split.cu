@@ -1,0 +1,46 @@
+//===- Tf32x3Split.cu - operands of an fp32-accurate product on TF32 cores ===//
+//
+// `--precision tf32x3` runs an fp32 GEMM C = A * B as one TF32 tensor-core
+// GEMM over a tripled reduction dimension:
+//
+//   A' = [hi(A) | lo(A) | hi(A)],  B' = [hi(B); hi(B); lo(B)],
+//   A' * B' = hi(A) hi(B) + lo(A) hi(B) + hi(A) lo(B),
+//
+// where hi(x) is x rounded to TF32 (10 stored mantissa bits) and
+// lo(x) = x - hi(x), exact in fp32. The dropped lo(A) lo(B) term and the
+// TF32 truncation of lo are about 2^-22 of each product, the size of fp32's
+// own rounding, so the result keeps fp32 accuracy at tensor-core speed.
+//
+// This kernel writes the three copies of one operand. The CUDA runtime shim
+// embeds it as a fatbin (built by nvcc) and launches it through the driver.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cstdint>
+
+/// Splits a (batch x rows x cols) strided fp32 matrix into dst: element
+/// (b, r, c) goes to dst[b * dstBatch + r * dstRow + c + {hi1, hi2}] as
+/// hi(x) and to dst[... + lo] as lo(x). One block per (batch, row); the
+/// block's threads stride over the columns.
+extern "C" __global__ void
+mcc_tf32x3_split(const float *__restrict__ src, int64_t rows, int64_t cols,
+                 int64_t srcRow, int64_t srcBatch, float *__restrict__ dst,
+                 int64_t dstRow, int64_t dstBatch, int64_t hi1, int64_t hi2,
+                 int64_t lo) {
+  int64_t b = blockIdx.x / rows, r = blockIdx.x % rows;
+  const float *in = src + b * srcBatch + r * srcRow;
+  float *out = dst + b * dstBatch + r * dstRow;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    float x = in[c];
+    uint32_t bits;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(bits) : "f"(x));
+    float high = __uint_as_float(bits);
+    float low = x - high;
+    // inf - inf: keep infinities (and NaNs) in the high part alone.
+    if (!isfinite(low))
+      low = 0.0f;
+    out[c + hi1] = high;
+    out[c + hi2] = high;
+    out[c + lo] = low;
+  }
+}
