@@ -9,6 +9,9 @@ config.test_exec_root = config.mcc_obj_root
 config.excludes = ["unit", "e2e", "errors", "Inputs", "CMakeLists.txt", "lit.cfg.py"]
 path = os.pathsep.join(config.mcc_tools_dirs + [config.llvm_tools_dir, config.environment.get("PATH", os.environ["PATH"])])
 config.environment["PATH"] = path
+# --target cuda builds here (CUDA toolkit found; no GPU needed).
+if getattr(config, "mcc_has_cuda", False):
+    config.available_features.add("cuda")
 config.substitutions.append(("%models", os.path.join(config.mcc_source_dir, "models")))
 config.substitutions.append(("%mcc_src", config.mcc_source_dir))
 # Runs a dynamic-shape @forward against its static twins (Pipelines/Inputs).

@@ -9,6 +9,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -28,6 +29,29 @@ static LogicalResult dump(ModuleOp module, StringRef dir, int index,
     return failure();
   }
   module.print(os, OpPrintingFlags().elideLargeElementsAttrs(64));
+  return success();
+}
+
+/// MLIR's NVVM target finds libdevice (and ptxas) under $CUDA_ROOT,
+/// $CUDA_HOME or $CUDA_PATH, else under a path fixed when MLIR was built,
+/// which Debian leaves empty: without one of them set, every kernel that
+/// calls a math function would fail in ptxas. Point it at the toolkit of the
+/// ptxas on PATH, else /usr/local/cuda.
+static LogicalResult findCudaToolkit(Location loc) {
+  for (const char *var : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
+    if (const char *v = std::getenv(var); v && *v)
+      return success();
+  std::string root = "/usr/local/cuda";
+  if (llvm::ErrorOr<std::string> ptxas = llvm::sys::findProgramByName("ptxas"))
+    root = llvm::sys::path::parent_path(llvm::sys::path::parent_path(*ptxas))
+               .str();
+  SmallString<256> libdevice(root);
+  llvm::sys::path::append(libdevice, "nvvm", "libdevice", "libdevice.10.bc");
+  if (!llvm::sys::fs::exists(libdevice))
+    return emitError(loc) << "--target cuda needs the CUDA toolkit (ptxas "
+                             "and libdevice); none found at "
+                          << root << ": set CUDA_HOME to its folder";
+  setenv("CUDA_HOME", root.c_str(), /*overwrite=*/0);
   return success();
 }
 
@@ -52,6 +76,8 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
                              "in fp32)";
     return failure();
   }
+  if (cuda && failed(findCudaToolkit(optionsLoc)))
+    return failure();
   if (cuda) {
     llvm::StringRef arch = options.gpuArch;
     unsigned sm = 0;
