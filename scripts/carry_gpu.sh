@@ -7,14 +7,16 @@
 # The full-size exports come from scripts/export_full.py into $FULL
 # (default /tmp/full/<arch>-b<batch>); their weights do not travel.
 #
-#   [ONLY=bert,vit-b8] bash scripts/carry_gpu.sh   (rows: bench_gpu.py's .so names)
+#   [ONLY=bert,vit-b8] [SMALL=0] bash scripts/carry_gpu.sh   (rows: bench_gpu.py's .so names)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MCC=${MCC:-build/tools/mcc/mcc}
 FULL=${FULL:-/tmp/full}
 mkdir -p .carry/small .carry/full
 cp build/lib/Runtime/libmccrt.so .carry/libmccrt.so
-python3 scripts/check_cuda_build.py --mcc "$MCC" --models models --workdir .carry/small
+if [ "${SMALL:-1}" != 0 ]; then # SMALL=0: full-size rows only
+  python3 scripts/check_cuda_build.py --mcc "$MCC" --models models --workdir .carry/small
+fi
 rows=("bert-base 1 128 bert" "bert-base 16 128 bert-b16" "gpt2 1 128 gpt2"
       "resnet50 1 0 resnet50-b1" "resnet50 32 0 resnet50-b32"
       "resnext101_32x8d 8 0 resnext101-b8" "vit_base_patch16_224 8 0 vit-b8"

@@ -61,6 +61,8 @@ protected:
 TEST_F(RuntimeTest, DescribesSignature) {
   EXPECT_STREQ(mcc_model_target(model), "cpu");
   EXPECT_STRNE(mcc_model_arch(model), "");
+  EXPECT_STREQ(mcc_model_precision(model), "fp32"); // cpu models: fp32 only
+  EXPECT_STREQ(mcc_model_precision(nullptr), "");
   ASSERT_EQ(mcc_model_num_inputs(model), 1u);
   ASSERT_EQ(mcc_model_num_outputs(model), 1u);
   mcc_tensor_info info;

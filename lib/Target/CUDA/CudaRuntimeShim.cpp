@@ -580,13 +580,21 @@ struct GemmShape {
 /// What runs one GEMM shape: sgemm, cuBLASLt with a fixed algorithm on the
 /// operands as they are (fp32 or, at --precision tf32, TF32 compute), or
 /// cuBLASLt's TF32 GEMM over tf32x3-split operands (see Tf32x3Split.cu).
-struct GemmPlan {
-  enum Kind { Sgemm, Lt, Split } kind = Sgemm;
+/// One cuBLASLt call: its problem and algorithm.
+struct LtCall {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t aLayout = nullptr, bLayout = nullptr,
                          cLayout = nullptr;
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
+};
+
+struct GemmPlan {
+  enum Kind { Sgemm, Lt, Split } kind = Sgemm;
+  /// Lt: the product. Split: hi(A) hi(B) (reduction k).
+  LtCall main;
+  /// Split only: lo(A) hi(B) + hi(A) lo(B) (reduction 2k), run first.
+  LtCall rest;
 };
 
 std::mutex &plansMutex() {
@@ -785,13 +793,27 @@ int runSgemm(const GemmShape &s, const float *a, const float *b, float *c) {
                                        s.ldc, s.cBatch, s.batch);
 }
 
-int runLt(const GemmShape &s, const GemmPlan &p, LtThread &t, const float *a,
-          const float *b, float *c) {
-  const float one = 1.0f, beta = s.accumulate ? 1.0f : 0.0f;
+int runLt(const LtCall &call, LtThread &t, const float *a, const float *b,
+          float *c, bool accumulate) {
+  const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   return theBlasLt().matmul(
-      t.handle, p.desc, &one, b, p.bLayout, a, p.aLayout, &beta, c, p.cLayout,
-      c, p.cLayout, &p.algo, reinterpret_cast<void *>(t.workspace),
-      p.workspace, reinterpret_cast<cudaStream_t>(runStream));
+      t.handle, call.desc, &one, b, call.bLayout, a, call.aLayout, &beta, c,
+      call.cLayout, c, call.cLayout, &call.algo,
+      reinterpret_cast<void *>(t.workspace), call.workspace,
+      reinterpret_cast<cudaStream_t>(runStream));
+}
+
+/// The two products over split operands A' = [hi | lo | hi], B' = [hi; hi;
+/// lo]: first lo(A) hi(B) + hi(A) lo(B) (columns k..3k of A', rows k..3k of
+/// B'), then hi(A) hi(B) accumulated onto it. Two calls rather than one over
+/// 3k: the tensor cores accumulate with truncation, and the dominant term
+/// summed alone over k (not 3k) keeps bert-base b16 within 1e-4.
+int runSplitProducts(const GemmShape &s, const GemmPlan &p, LtThread &t,
+                     CUdeviceptr a3, CUdeviceptr b3, float *c) {
+  auto *a = reinterpret_cast<const float *>(a3);
+  auto *b = reinterpret_cast<const float *>(b3);
+  int rc = runLt(p.rest, t, a + s.k, b + s.k * s.n, c, s.accumulate);
+  return rc ? rc : runLt(p.main, t, a, b, c, /*accumulate=*/true);
 }
 
 int runSplit(const GemmShape &s, const GemmPlan &p, LtThread &t,
@@ -802,8 +824,7 @@ int runSplit(const GemmShape &s, const GemmPlan &p, LtThread &t,
   if (rc == 0)
     rc = splitOperand(splitB(s, b), b3, bTemp);
   if (rc == 0)
-    rc = runLt(s, p, t, reinterpret_cast<const float *>(a3),
-               reinterpret_cast<const float *>(b3), c);
+    rc = runSplitProducts(s, p, t, a3, b3, c);
   if (aTemp)
     driver.cuMemFreeAsync(a3, runStream);
   if (bTemp)
@@ -817,7 +838,7 @@ int runPlan(const GemmShape &s, const GemmPlan &p, LtThread *t, const float *a,
     return runSgemm(s, a, b, c);
   if (p.kind == GemmPlan::Split)
     return runSplit(s, p, *t, a, b, c);
-  return runLt(s, p, *t, a, b, c);
+  return runLt(p.main, *t, a, b, c, s.accumulate);
 }
 
 /// A candidate's time per call in milliseconds (infinity if it fails),
@@ -875,20 +896,28 @@ template <typename F> float timeCandidate(F &&launch) {
 
 constexpr int kCandidates = 16;
 
-/// cuBLASLt's problem for a shape (on the tripled operands when `split`)
-/// and up to kCandidates algorithms for it; false if it offers none.
+/// Which product of a shape ltProblem describes.
+enum class Part {
+  Whole, // the operands as they are (reduction k)
+  Hi,    // hi(A) hi(B) in the split operands (reduction k)
+  Rest   // lo(A) hi(B) + hi(A) lo(B) in the split operands (reduction 2k)
+};
+
+/// cuBLASLt's problem for one product of a shape and up to kCandidates
+/// algorithms for it; false if it offers none.
 bool ltProblem(const GemmShape &s, LtThread &t, cublasComputeType_t compute,
-               bool split, GemmPlan &plan,
+               Part part, LtCall &call,
                std::vector<cublasLtMatmulHeuristicResult_t> &found) {
   BlasLt &lt = theBlasLt();
-  int64_t k = split ? 3 * s.k : s.k;
+  bool split = part != Part::Whole;
+  int64_t k = part == Part::Rest ? 2 * s.k : s.k;
   int64_t ldb = split ? s.n : s.ldb, lda = split ? 3 * s.k : s.lda;
   int64_t bBatch = split && s.bBatch ? 3 * s.k * s.n : s.bBatch;
   int64_t aBatch = split && s.aBatch ? 3 * s.k * s.m : s.aBatch;
-  bool ok = lt.descCreate(&plan.desc, compute, CUDA_R_32F) == 0 &&
-            lt.layoutCreate(&plan.bLayout, CUDA_R_32F, s.n, k, ldb) == 0 &&
-            lt.layoutCreate(&plan.aLayout, CUDA_R_32F, k, s.m, lda) == 0 &&
-            lt.layoutCreate(&plan.cLayout, CUDA_R_32F, s.n, s.m, s.ldc) == 0;
+  bool ok = lt.descCreate(&call.desc, compute, CUDA_R_32F) == 0 &&
+            lt.layoutCreate(&call.bLayout, CUDA_R_32F, s.n, k, ldb) == 0 &&
+            lt.layoutCreate(&call.aLayout, CUDA_R_32F, k, s.m, lda) == 0 &&
+            lt.layoutCreate(&call.cLayout, CUDA_R_32F, s.n, s.m, s.ldc) == 0;
   if (ok && s.batch > 1) {
     int32_t count = static_cast<int32_t>(s.batch);
     auto batched = [&](cublasLtMatrixLayout_t l, int64_t stride) {
@@ -897,8 +926,8 @@ bool ltProblem(const GemmShape &s, LtThread &t, cublasComputeType_t compute,
              lt.layoutSet(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
                           &stride, sizeof(stride)) == 0;
     };
-    ok = batched(plan.bLayout, bBatch) && batched(plan.aLayout, aBatch) &&
-         batched(plan.cLayout, s.cBatch);
+    ok = batched(call.bLayout, bBatch) && batched(call.aLayout, aBatch) &&
+         batched(call.cLayout, s.cBatch);
   }
   cublasLtMatmulPreference_t pref = nullptr;
   uint64_t maxWorkspace = kLtWorkspaceBytes;
@@ -915,8 +944,8 @@ bool ltProblem(const GemmShape &s, LtThread &t, cublasComputeType_t compute,
     ok = ok && lt.prefSet(pref, attr, &alignment, sizeof(alignment)) == 0;
   found.resize(kCandidates);
   int numFound = 0;
-  ok = ok && lt.heuristic(t.handle, plan.desc, plan.bLayout, plan.aLayout,
-                          plan.cLayout, plan.cLayout, pref, kCandidates,
+  ok = ok && lt.heuristic(t.handle, call.desc, call.bLayout, call.aLayout,
+                          call.cLayout, call.cLayout, pref, kCandidates,
                           found.data(), &numFound) == 0;
   if (pref)
     lt.prefDestroy(pref);
@@ -928,6 +957,12 @@ bool ltProblem(const GemmShape &s, LtThread &t, cublasComputeType_t compute,
                              }),
               found.end());
   return !found.empty();
+}
+
+LtCall withAlgo(LtCall call, const cublasLtMatmulHeuristicResult_t &r) {
+  call.algo = r.algo;
+  call.workspace = r.workspaceSize;
+  return call;
 }
 
 const char *kindName(GemmPlan::Kind k) {
@@ -952,30 +987,32 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
   if (!t)
     return sgemm; // not cached: cuBLASLt may come later
   Precision p = precision();
-  std::vector<cublasLtMatmulHeuristicResult_t> foundFp32, foundSplit;
-  GemmPlan fp32, split;
-  fp32.kind = GemmPlan::Lt;
+  std::vector<cublasLtMatmulHeuristicResult_t> foundWhole, foundHi, foundRest;
+  GemmPlan whole, split;
+  whole.kind = GemmPlan::Lt;
   split.kind = GemmPlan::Split;
-  bool haveFp32 =
+  bool haveWhole =
       ltProblem(s, *t,
                 p == Precision::Tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
                                      : CUBLAS_COMPUTE_32F,
-                false, fp32, foundFp32);
-  bool haveSplit = p == Precision::Tf32x3 && splitKernel() &&
-                   ltProblem(s, *t, CUBLAS_COMPUTE_32F_FAST_TF32, true, split,
-                             foundSplit);
+                Part::Whole, whole.main, foundWhole);
+  bool haveSplit =
+      p == Precision::Tf32x3 && splitKernel() &&
+      ltProblem(s, *t, CUBLAS_COMPUTE_32F_FAST_TF32, Part::Hi, split.main,
+                foundHi) &&
+      ltProblem(s, *t, CUBLAS_COMPUTE_32F_FAST_TF32, Part::Rest, split.rest,
+                foundRest);
   GemmPlan plan = sgemm;
-  auto take = [](GemmPlan base, const cublasLtMatmulHeuristicResult_t &r) {
-    base.algo = r.algo;
-    base.workspace = r.workspaceSize;
-    return base;
-  };
   if (gemmPolicy() == GemmPolicy::Heuristic || capturing()) {
-    if (haveSplit)
-      plan = take(split, foundSplit[0]);
-    else if (haveFp32)
-      plan = take(fp32, foundFp32[0]);
-  } else if (haveFp32 || haveSplit) {
+    if (haveSplit) {
+      plan = split;
+      plan.main = withAlgo(split.main, foundHi[0]);
+      plan.rest = withAlgo(split.rest, foundRest[0]);
+    } else if (haveWhole) {
+      plan = whole;
+      plan.main = withAlgo(whole.main, foundWhole[0]);
+    }
+  } else if (haveWhole || haveSplit) {
     // Time every candidate into a scratch output: the real one may be
     // accumulated into (beta = 1).
     CUdeviceptr scratch = 0;
@@ -983,7 +1020,7 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
     driver.cuStreamSynchronize(runStream);
     if (driver.cuMemAlloc(&scratch, cElems * sizeof(float)) == CUDA_SUCCESS) {
       float *c = reinterpret_cast<float *>(scratch);
-      float best = 1e30f, sgemmMs = 1e30f;
+      float best = 1e30f, sgemmMs = 1e30f, splitMs = 1e30f;
       // At tf32 sgemm is not a candidate (it would be slower and more
       // precise); it stays the fallback when cuBLASLt refuses the shape.
       if (p != Precision::Tf32) {
@@ -991,30 +1028,63 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
         // Keep sgemm unless a candidate is clearly faster (timing noise).
         best *= 0.97f;
       }
-      auto tryAll = [&](const GemmPlan &base,
-                        const std::vector<cublasLtMatmulHeuristicResult_t> &f) {
-        for (const auto &r : f) {
-          GemmPlan trial = take(base, r);
-          float ms =
-              timeCandidate([&] { return runPlan(s, trial, t, a, b, c); });
-          if (ms < best) {
-            best = ms;
-            plan = trial;
-          }
+      for (const auto &r : foundWhole) {
+        GemmPlan trial = whole;
+        trial.main = withAlgo(whole.main, r);
+        float ms = timeCandidate([&] { return runPlan(s, trial, t, a, b, c); });
+        if (ms < best) {
+          best = ms;
+          plan = trial;
         }
-      };
-      if (haveFp32)
-        tryAll(fp32, foundFp32);
-      if (haveSplit)
-        tryAll(split, foundSplit);
+      }
+      // The split products: each call's fastest algorithm on split operands
+      // made once here, then the whole (split kernels included) against
+      // the best so far.
+      CUdeviceptr a3 = 0, b3 = 0;
+      bool aTemp = false, bTemp = false;
+      if (haveSplit && splitOperand(splitA(s, a), a3, aTemp) == 0 &&
+          splitOperand(splitB(s, b), b3, bTemp) == 0) {
+        auto *sa = reinterpret_cast<const float *>(a3);
+        auto *sb = reinterpret_cast<const float *>(b3);
+        auto fastest = [&](const LtCall &base,
+                           const std::vector<cublasLtMatmulHeuristicResult_t> &f,
+                           const float *x, const float *y) {
+          LtCall chosen = withAlgo(base, f[0]);
+          float bestMs = 1e30f;
+          for (const auto &r : f) {
+            LtCall trial = withAlgo(base, r);
+            float ms = timeCandidate(
+                [&] { return runLt(trial, *t, x, y, c, false); });
+            if (ms < bestMs) {
+              bestMs = ms;
+              chosen = trial;
+            }
+          }
+          return chosen;
+        };
+        GemmPlan trial = split;
+        trial.main = fastest(split.main, foundHi, sa, sb);
+        trial.rest = fastest(split.rest, foundRest, sa + s.k, sb + s.k * s.n);
+        splitMs = timeCandidate([&] { return runPlan(s, trial, t, a, b, c); });
+        if (splitMs < best) {
+          best = splitMs;
+          plan = trial;
+        }
+      }
+      if (aTemp)
+        driver.cuMemFreeAsync(a3, runStream);
+      if (bTemp)
+        driver.cuMemFreeAsync(b3, runStream);
+      driver.cuStreamSynchronize(runStream);
       driver.cuMemFree(scratch);
       if (gemmVerbose())
         std::fprintf(stderr,
                      "mcc: GEMM m=%lld n=%lld k=%lld batch=%lld: sgemm %.4f "
-                     "ms, %zu + %zu cuBLASLt candidates, chose %s (%.4f ms)\n",
+                     "ms, %zu cuBLASLt candidates, tf32x3 %.4f ms, chose %s "
+                     "(%.4f ms)\n",
                      (long long)s.m, (long long)s.n, (long long)s.k,
-                     (long long)s.batch, sgemmMs, foundFp32.size(),
-                     foundSplit.size(), kindName(plan.kind),
+                     (long long)s.batch, sgemmMs, foundWhole.size(),
+                     haveSplit ? splitMs : -1.0f, kindName(plan.kind),
                      plan.kind == GemmPlan::Sgemm ? sgemmMs : best);
     }
     // else no room to time: sgemm, decided once

@@ -1,16 +1,17 @@
 //===- Tf32x3Split.cu - operands of an fp32-accurate product on TF32 cores ===//
 //
-// `--precision tf32x3` runs an fp32 GEMM C = A * B as one TF32 tensor-core
-// GEMM over a tripled reduction dimension:
+// `--precision tf32x3` runs an fp32 GEMM C = A * B on the TF32 tensor
+// cores over split operands
 //
-//   A' = [hi(A) | lo(A) | hi(A)],  B' = [hi(B); hi(B); lo(B)],
-//   A' * B' = hi(A) hi(B) + lo(A) hi(B) + hi(A) lo(B),
+//   A' = [hi(A) | lo(A) | hi(A)],  B' = [hi(B); hi(B); lo(B)]:
+//   C  = [lo(A) | hi(A)] [hi(B); lo(B)]  +  hi(A) hi(B),
 //
-// where hi(x) is x rounded to TF32 (10 stored mantissa bits) and lo(x) is
-// x - hi(x) (exact in fp32) rounded to TF32. The dropped lo(A) lo(B) term
-// and the rounding of lo are about 2^-22 of each product, a few times
-// fp32's own rounding, so the result stays within fp32 tolerances (on
-// full-size ViT-B, 1e-5 of the output's range) at tensor-core speed.
+// two cuBLASLt TF32 calls (the second accumulating), where hi(x) is x
+// rounded to TF32 (10 stored mantissa bits) and lo(x) is x - hi(x) (exact
+// in fp32) rounded to TF32. The dropped lo(A) lo(B) term and the rounding
+// of lo are about 2^-22 of each product, a few times fp32's own rounding,
+// so the result stays within fp32 tolerances at tensor-core speed
+// (docs/design/0012-tf32x3-precision.md).
 //
 // This kernel writes the three copies of one operand. The CUDA runtime shim
 // embeds it as a fatbin (built by nvcc) and launches it through the driver.
