@@ -760,9 +760,8 @@ int splitOperand(const SplitOperand &o, CUdeviceptr &out, bool &temporary) {
       out = it->second;
       return 0;
     }
-    if (!capturing()) {
-      if (driver.cuMemAlloc(&out, bytes) != CUDA_SUCCESS)
-        return -1;
+    // No room to keep it: split per call, as for activations.
+    if (!capturing() && driver.cuMemAlloc(&out, bytes) == CUDA_SUCCESS) {
       if (launchSplit(o, out) != 0) {
         driver.cuMemFree(out);
         return -1;
