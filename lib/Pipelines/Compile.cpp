@@ -33,25 +33,35 @@ static LogicalResult dump(ModuleOp module, StringRef dir, int index,
 }
 
 /// MLIR's NVVM target finds libdevice (and ptxas) under $CUDA_ROOT,
-/// $CUDA_HOME or $CUDA_PATH, else under a path fixed when MLIR was built,
-/// which Debian leaves empty: without one of them set, every kernel that
-/// calls a math function would fail in ptxas. Point it at the toolkit of the
-/// ptxas on PATH, else /usr/local/cuda.
+/// $CUDA_HOME or $CUDA_PATH (the first set), else under a path fixed when
+/// MLIR was built, which Debian leaves empty: without one of them set,
+/// every kernel that calls a math function would fail in ptxas. Point it at
+/// the toolkit of the ptxas on PATH, else /usr/local/cuda; and say so
+/// before compiling when the toolkit found has no libdevice.
 static LogicalResult findCudaToolkit(Location loc) {
+  std::string root, from;
   for (const char *var : {"CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"})
-    if (const char *v = std::getenv(var); v && *v)
-      return success();
-  std::string root = "/usr/local/cuda";
-  if (llvm::ErrorOr<std::string> ptxas = llvm::sys::findProgramByName("ptxas"))
-    root = llvm::sys::path::parent_path(llvm::sys::path::parent_path(*ptxas))
-               .str();
+    if (const char *v = std::getenv(var); v && *v && root.empty()) {
+      root = v;
+      from = std::string(" (from $") + var + ")";
+    }
+  if (root.empty()) {
+    root = "/usr/local/cuda";
+    if (llvm::ErrorOr<std::string> ptxas =
+            llvm::sys::findProgramByName("ptxas"))
+      root =
+          llvm::sys::path::parent_path(llvm::sys::path::parent_path(*ptxas))
+              .str();
+  }
   SmallString<256> libdevice(root);
   llvm::sys::path::append(libdevice, "nvvm", "libdevice", "libdevice.10.bc");
   if (!llvm::sys::fs::exists(libdevice))
     return emitError(loc) << "--target cuda needs the CUDA toolkit (ptxas "
-                             "and libdevice); none found at "
-                          << root << ": set CUDA_HOME to its folder";
-  setenv("CUDA_HOME", root.c_str(), /*overwrite=*/0);
+                             "and nvvm/libdevice); none found at "
+                          << root << from
+                          << ": set CUDA_HOME to the toolkit's folder";
+  if (from.empty())
+    setenv("CUDA_HOME", root.c_str(), /*overwrite=*/0);
   return success();
 }
 
