@@ -3,8 +3,8 @@
 // `--precision tf32x3` runs an fp32 GEMM C = A * B on the TF32 tensor
 // cores over split operands
 //
-//   A' = [hi(A) | lo(A) | hi(A)],  B' = [hi(B); hi(B); lo(B)]:
-//   C  = [lo(A) | hi(A)] [hi(B); lo(B)]  +  hi(A) hi(B),
+//   A' = [lo(A) | hi(A)],  B' = [hi(B); lo(B)]:
+//   C  = A' B'  +  hi(A) hi(B)   (= lo hi + hi lo + hi hi),
 //
 // two cuBLASLt TF32 calls (the second accumulating), where hi(x) is x
 // rounded to TF32 (10 stored mantissa bits) and lo(x) is x - hi(x) (exact
@@ -13,7 +13,7 @@
 // so the result stays within fp32 tolerances at tensor-core speed
 // (docs/design/0012-tf32x3-precision.md).
 //
-// This kernel writes the three copies of one operand. The CUDA runtime shim
+// This kernel writes the two parts of one operand. The CUDA runtime shim
 // embeds it as a fatbin (built by nvcc) and launches it through the driver.
 //
 //===----------------------------------------------------------------------===//
@@ -27,14 +27,13 @@ __device__ float roundToTf32(float x) {
 }
 
 /// Splits a (batch x rows x cols) strided fp32 matrix into dst: element
-/// (b, r, c) goes to dst[b * dstBatch + r * dstRow + c + {hi1, hi2}] as
-/// hi(x) and to dst[... + lo] as lo(x). One block per (batch, row); the
-/// block's threads stride over the columns.
+/// (b, r, c) goes to dst[b * dstBatch + r * dstRow + c + hi] as hi(x) and
+/// to dst[... + lo] as lo(x). One block per (batch, row); the block's
+/// threads stride over the columns.
 extern "C" __global__ void
 mcc_tf32x3_split(const float *__restrict__ src, int64_t rows, int64_t cols,
                  int64_t srcRow, int64_t srcBatch, float *__restrict__ dst,
-                 int64_t dstRow, int64_t dstBatch, int64_t hi1, int64_t hi2,
-                 int64_t lo) {
+                 int64_t dstRow, int64_t dstBatch, int64_t hi, int64_t lo) {
   int64_t b = blockIdx.x / rows, r = blockIdx.x % rows;
   const float *in = src + b * srcBatch + r * srcRow;
   float *out = dst + b * dstBatch + r * dstRow;
@@ -47,8 +46,7 @@ mcc_tf32x3_split(const float *__restrict__ src, int64_t rows, int64_t cols,
     // inf - inf: keep infinities (and NaNs) in the high part alone.
     if (!isfinite(low))
       low = 0.0f;
-    out[c + hi1] = high;
-    out[c + hi2] = high;
+    out[c + hi] = high;
     out[c + lo] = low;
   }
 }
