@@ -44,6 +44,8 @@ def main():
     ap.add_argument("--variants", default="",
                     help="also time mcc alone (same .so) under these environment settings, "
                          "comma-separated NAME=VALUE: MCC_CUDA_GEMM=cublas,MCC_CUDA_PRECISION=tf32x3")
+    ap.add_argument("--mcc-only", action="store_true",
+                    help="skip torch and the fp32 run: time only the --variants")
     ap.add_argument("--gemm-variants", default="",
                     help="shorthand for --variants MCC_CUDA_GEMM=<each>")
     args = ap.parse_args()
@@ -70,7 +72,10 @@ def main():
         cmd = [sys.executable, os.path.join(HERE, "bench_gpu.py"), "--one", arch, so, str(batch),
                str(seq), str(args.runs)] + (["--runtime", args.runtime] if args.runtime else [])
         env = dict(os.environ, MCC_CUDA_GEMM_VERBOSE="1")
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if args.mcc_only:  # variants only: no torch, no reference check
+            r = subprocess.CompletedProcess(cmd, 0, "", "")
+        else:
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env)
         line = [l for l in r.stdout.splitlines() if l.startswith("ROW ")]
         print("\n".join(l for l in r.stdout.splitlines() if l.startswith(("PROFILE ", "FIRST "))), flush=True)
         print("\n".join("GEMM " + l for l in r.stderr.splitlines() if l.startswith("mcc: GEMM")), flush=True)
@@ -94,6 +99,7 @@ def main():
                 kinds[k] = kinds.get(k, 0) + 1
             if kinds:
                 print(f"VARIANT {arch} b{batch} {variant}: GEMM shapes by choice {kinds}", flush=True)
+                print("\n".join("VARIANT GEMM " + l for l in gemms), flush=True)
         results.append(line[0][4:] if line else f"{arch:10} b{batch} s{seq}: FAILED {r.stderr.strip()[-300:]}")
         print(results[-1], flush=True)
     print(f"\n{'model':10} {'shape':10} {'rel.err':>9} {'eager':>8} {'compile':>8} {'reduce-oh':>9} "

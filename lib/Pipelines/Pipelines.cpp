@@ -76,6 +76,14 @@ const StageText kCudaStages[] = {
      "distribute{coarsen-factor=4}),convert-parallel-loops-to-gpu,canonicalize,"
      "convert-math-to-funcs{convert-ctlz=false},"
      "func.func(gpu-launch-sink-index-computations),gpu-kernel-outlining,mcc-gpu-gather-kernels,mcc-gpu-libdevice-calls,"
+     // Index math in 32-bit unsigned where integer range analysis proves it
+     // fits (known_block_size/known_grid_size bound the thread ids): the
+     // div/rem chains that turn a flat thread index into an im2col or
+     // broadcast position are 64-bit signed otherwise, several times the
+     // instructions, and made resnet50's im2col kernels ALU-bound.
+     "gpu.module(lower-affine,canonicalize,arith-unsigned-when-equivalent,"
+     "int-range-optimizations,arith-int-range-narrowing{int-bitwidths-"
+     "supported=32},arith-unsigned-when-equivalent,canonicalize,cse),"
      "func.func(gpu-async-region),"
      // Host views of dynamic shapes, before gpu-to-llvm's
      // expand-strided-metadata (as on the CPU).

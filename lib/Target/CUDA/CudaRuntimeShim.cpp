@@ -486,6 +486,18 @@ struct BlasLt {
                            const void *, cublasLtMatrixLayout_t, void *,
                            cublasLtMatrixLayout_t, const cublasLtMatmulAlgo_t *,
                            void *, size_t, cudaStream_t);
+  // Optional (split-K variants are skipped without them).
+  cublasStatus_t (*algoConfigSet)(cublasLtMatmulAlgo_t *,
+                                  cublasLtMatmulAlgoConfigAttributes_t,
+                                  const void *, size_t) = nullptr;
+  cublasStatus_t (*algoCheck)(cublasLtHandle_t, cublasLtMatmulDesc_t,
+                              cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                              cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,
+                              const cublasLtMatmulAlgo_t *,
+                              cublasLtMatmulHeuristicResult_t *) = nullptr;
+  cublasStatus_t (*algoConfigGet)(const cublasLtMatmulAlgo_t *,
+                                  cublasLtMatmulAlgoConfigAttributes_t, void *,
+                                  size_t, size_t *) = nullptr;
 };
 
 BlasLt &theBlasLt() {
@@ -535,6 +547,12 @@ bool blasLtReady() {
                bind(lib, "cublasLtMatmulPreferenceSetAttribute", b.prefSet) &&
                bind(lib, "cublasLtMatmulAlgoGetHeuristic", b.heuristic) &&
                bind(lib, "cublasLtMatmul", b.matmul);
+    if (b.loaded && !(bind(lib, "cublasLtMatmulAlgoConfigSetAttribute",
+                           b.algoConfigSet) &&
+                      bind(lib, "cublasLtMatmulAlgoCheck", b.algoCheck) &&
+                      bind(lib, "cublasLtMatmulAlgoConfigGetAttribute",
+                           b.algoConfigGet)))
+      b.algoConfigSet = nullptr;
   });
   return theBlasLt().loaded;
 }
@@ -902,8 +920,44 @@ enum class Part {
   Rest   // lo(A) hi(B) + hi(A) lo(B) in the split operands (reduction 2k)
 };
 
+/// Split-K variants of the heuristic's first algorithms. At a transformer's
+/// 128 tokens an output of 128 x 768 is a handful of tiles on the H200's 132
+/// SMs, and the heuristic rarely offers a split of the reduction itself;
+/// cutting it into 2-8 slices (reduced in fp32 through the workspace) fills
+/// the GPU. Timing decides, as for every other candidate.
+void addSplitK(LtThread &t, const LtCall &call, int64_t k,
+               std::vector<cublasLtMatmulHeuristicResult_t> &found) {
+  BlasLt &lt = theBlasLt();
+  if (!lt.algoConfigSet || found.empty())
+    return;
+  constexpr size_t kBases = 3;
+  constexpr int64_t kMinSlice = 128;
+  size_t bases = std::min(found.size(), kBases);
+  for (size_t i = 0; i < bases; ++i) {
+    for (int32_t splits : {2, 3, 4, 6, 8}) {
+      if (k / splits < kMinSlice)
+        break;
+      cublasLtMatmulAlgo_t algo = found[i].algo;
+      uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      cublasLtMatmulHeuristicResult_t r{};
+      if (lt.algoConfigSet(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits,
+                           sizeof(splits)) != CUBLAS_STATUS_SUCCESS ||
+          lt.algoConfigSet(&algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                           &scheme, sizeof(scheme)) != CUBLAS_STATUS_SUCCESS ||
+          lt.algoCheck(t.handle, call.desc, call.bLayout, call.aLayout,
+                       call.cLayout, call.cLayout, &algo,
+                       &r) != CUBLAS_STATUS_SUCCESS ||
+          r.state != CUBLAS_STATUS_SUCCESS ||
+          r.workspaceSize > kLtWorkspaceBytes)
+        continue;
+      r.algo = algo;
+      found.push_back(r);
+    }
+  }
+}
+
 /// cuBLASLt's problem for one product of a shape and up to kCandidates
-/// algorithms for it; false if it offers none.
+/// algorithms for it, plus their split-K variants; false if it offers none.
 bool ltProblem(const GemmShape &s, LtThread &t, cublasComputeType_t compute,
                Part part, LtCall &call,
                std::vector<cublasLtMatmulHeuristicResult_t> &found) {
@@ -955,7 +1009,19 @@ bool ltProblem(const GemmShape &s, LtThread &t, cublasComputeType_t compute,
                                return r.state != CUBLAS_STATUS_SUCCESS;
                              }),
               found.end());
+  addSplitK(t, call, k, found);
   return !found.empty();
+}
+
+/// The reduction slices of a call's algorithm (1: no split-K), for
+/// MCC_CUDA_GEMM_VERBOSE.
+int splitsOf(const LtCall &call) {
+  int32_t splits = 1;
+  size_t written = 0;
+  if (theBlasLt().algoConfigGet)
+    theBlasLt().algoConfigGet(&call.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                              &splits, sizeof(splits), &written);
+  return splits > 1 ? splits : 1;
 }
 
 LtCall withAlgo(LtCall call, const cublasLtMatmulHeuristicResult_t &r) {
@@ -1080,11 +1146,13 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
         std::fprintf(stderr,
                      "mcc: GEMM m=%lld n=%lld k=%lld batch=%lld: sgemm %.4f "
                      "ms, %zu cuBLASLt candidates, tf32x3 %.4f ms, chose %s "
-                     "(%.4f ms)\n",
+                     "(%.4f ms, split-K %d/%d)\n",
                      (long long)s.m, (long long)s.n, (long long)s.k,
                      (long long)s.batch, sgemmMs, foundWhole.size(),
                      haveSplit ? splitMs : -1.0f, kindName(plan.kind),
-                     plan.kind == GemmPlan::Sgemm ? sgemmMs : best);
+                     plan.kind == GemmPlan::Sgemm ? sgemmMs : best,
+                     plan.kind == GemmPlan::Sgemm ? 1 : splitsOf(plan.main),
+                     plan.kind == GemmPlan::Split ? splitsOf(plan.rest) : 1);
     }
     // else no room to time: sgemm, decided once
   }
