@@ -646,6 +646,13 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
       features += (features.empty() ? "" : ",") +
                   std::string(f.second ? "+" : "-") + f.first().str();
   }
+  // No AVX-512 scatters: Zen 4 runs them microcoded, a few elements per
+  // ten-odd cycles, and the loop vectorizer picked them for strided stores
+  // of a constant (the column borders of padded activations): 56 scatter
+  // loops in full-size mobilenetv3, the hottest code outside its parallel
+  // regions.
+  if (triple.isX86())
+    features += std::string(features.empty() ? "" : ",") + "+prefer-no-scatter";
   llvm::TargetOptions targetOptions;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
       triple, cpu, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
