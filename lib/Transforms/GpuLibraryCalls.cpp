@@ -10,6 +10,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mcc {
 #define GEN_PASS_DEF_GPULIBRARYCALLS
@@ -20,18 +21,29 @@ using namespace mlir;
 
 namespace {
 
-/// f32, and the last dimension contiguous: what cuBLAS takes with a
-/// leading dimension. Sizes may be dynamic: the shim reads sizes and
-/// leading dimensions from the descriptors at run time.
+/// f32, and one of the last two dimensions contiguous: what cuBLAS takes
+/// with a leading dimension, as it is (last dimension) or transposed
+/// (second to last). Sizes may be dynamic: the shim reads sizes and
+/// strides from the descriptors at run time.
 bool blasCompatible(Value v) {
   auto type = dyn_cast<MemRefType>(v.getType());
   if (!type || !type.getElementType().isF32())
     return false;
   SmallVector<int64_t> strides;
   int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)))
+  if (failed(type.getStridesAndOffset(strides, offset)) || strides.size() < 2)
     return false;
-  return !strides.empty() && strides.back() == 1;
+  return strides.back() == 1 || strides[strides.size() - 2] == 1;
+}
+
+/// The product's output: cuBLAS writes it untransposed.
+bool blasCompatibleOutput(Value v) {
+  auto type = cast<MemRefType>(v.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return blasCompatible(v) &&
+         succeeded(type.getStridesAndOffset(strides, offset)) &&
+         strides.back() == 1;
 }
 
 /// True if `v` views a memref.global: host memory, which cuBLAS cannot
@@ -79,8 +91,385 @@ MemRefType dynamicStrided(MLIRContext *ctx, int64_t rank) {
   return MemRefType::get(shape, Float32Type::get(ctx), layout);
 }
 
+//===--- Permuted copies folded into the product's strides ---------------===//
+//
+// Attention transposes its heads around its two batched products: Q and K
+// (often times a scale) into [batch, heads, tokens, dim] before Q K^T,
+// and the context back to [batch, tokens, heads, dim] after P V. Each is a
+// copy kernel per layer; cuBLAS reads and writes those layouts in place
+// through leading dimensions, batch strides and a transposed operand, and
+// takes the scale as alpha. So a copy that only feeds (or only reads) one
+// product goes, and the product gets a strided view instead.
+
+/// A linalg.generic that copies its one input into its one output through
+/// a permutation of the dimensions, optionally times a constant:
+/// out[..., d_{perm[j]}, ...] = in[..., d_j, ...] (* scale).
+struct PermutedCopy {
+  linalg::GenericOp op;
+  /// Source dimension j moves to output dimension perm[j].
+  SmallVector<unsigned> perm;
+  double scale = 1.0;
+};
+
+std::optional<PermutedCopy> matchPermutedCopy(Operation *op) {
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1 || !generic.hasPureBufferSemantics() ||
+      generic.getNumReductionLoops() != 0)
+    return std::nullopt;
+  AffineMap in = generic.getIndexingMapsArray()[0];
+  AffineMap out = generic.getIndexingMapsArray()[1];
+  if (!out.isIdentity() || !in.isPermutation())
+    return std::nullopt;
+  for (Value v : generic->getOperands())
+    if (!cast<MemRefType>(v.getType()).getElementType().isF32())
+      return std::nullopt;
+  PermutedCopy copy{generic, {}, 1.0};
+  for (unsigned j = 0; j < in.getNumResults(); ++j)
+    copy.perm.push_back(in.getDimPosition(j));
+  Block &body = generic.getRegion().front();
+  Value input = body.getArgument(0);
+  Value yielded = body.getTerminator()->getOperand(0);
+  if (yielded == input)
+    return copy;
+  auto mul = yielded.getDefiningOp<arith::MulFOp>();
+  if (!mul || &body.front() != mul.getOperation())
+    return std::nullopt;
+  Value other = mul.getLhs() == input   ? mul.getRhs()
+                : mul.getRhs() == input ? mul.getLhs()
+                                        : Value();
+  FloatAttr constant;
+  if (!other || !matchPattern(other, m_Constant(&constant)))
+    return std::nullopt;
+  copy.scale = constant.getValueAsDouble();
+  return copy;
+}
+
+/// Static sizes and element strides of a view.
+struct Strided {
+  SmallVector<int64_t> sizes, strides;
+};
+
+/// The reshapes (collapse/expand_shape) from a memref.alloc to `v`,
+/// outermost first; fails if `v` is not such a view of an allocation.
+FailureOr<SmallVector<Operation *>> reshapesFromAlloc(Value v,
+                                                     memref::AllocOp &root) {
+  SmallVector<Operation *> chain;
+  while (Operation *def = v.getDefiningOp()) {
+    if (auto alloc = dyn_cast<memref::AllocOp>(def)) {
+      if (!alloc.getType().hasStaticShape() ||
+          !alloc.getType().getLayout().isIdentity())
+        return failure();
+      root = alloc;
+      std::reverse(chain.begin(), chain.end());
+      return chain;
+    }
+    if (!isa<memref::CollapseShapeOp, memref::ExpandShapeOp>(def))
+      return failure();
+    chain.push_back(def);
+    v = def->getOperand(0);
+  }
+  return failure();
+}
+
+/// Merges each group of dimensions; fails unless each group is one
+/// strided run.
+FailureOr<Strided> collapse(const Strided &in,
+                            ArrayRef<ReassociationIndices> groups) {
+  Strided out;
+  for (const ReassociationIndices &group : groups) {
+    int64_t size = 1, stride = 1, run = -1;
+    for (int64_t d : llvm::reverse(group)) {
+      size *= in.sizes[d];
+      if (in.sizes[d] == 1)
+        continue;
+      if (run < 0)
+        stride = in.strides[d];
+      else if (in.strides[d] != run)
+        return failure();
+      run = in.strides[d] * in.sizes[d];
+    }
+    out.sizes.push_back(size);
+    out.strides.push_back(stride);
+  }
+  return out;
+}
+
+/// Splits each dimension into its group's sizes.
+Strided expand(const Strided &in, ArrayRef<ReassociationIndices> groups,
+               ArrayRef<int64_t> sizes) {
+  Strided out{SmallVector<int64_t>(sizes), SmallVector<int64_t>(sizes.size())};
+  for (auto [i, group] : llvm::enumerate(groups)) {
+    int64_t stride = in.strides[i];
+    for (int64_t d : llvm::reverse(group)) {
+      out.strides[d] = stride;
+      stride *= sizes[d];
+    }
+  }
+  return out;
+}
+
+/// `in` (the allocation's layout) seen through `chain`, or back through it
+/// (`inverse`: from the chain's end to the allocation).
+FailureOr<Strided> throughReshapes(Strided in, ArrayRef<Operation *> chain,
+                                   bool inverse) {
+  auto step = [&](Operation *op) -> FailureOr<Strided> {
+    bool collapsing = isa<memref::CollapseShapeOp>(op) != inverse;
+    SmallVector<ReassociationIndices> groups =
+        isa<memref::CollapseShapeOp>(op)
+            ? cast<memref::CollapseShapeOp>(op).getReassociationIndices()
+            : cast<memref::ExpandShapeOp>(op).getReassociationIndices();
+    if (collapsing)
+      return collapse(in, groups);
+    auto target = cast<MemRefType>(
+        (inverse ? op->getOperand(0) : op->getResult(0)).getType());
+    if (!target.hasStaticShape())
+      return failure();
+    return expand(in, groups, target.getShape());
+  };
+  if (inverse) {
+    for (Operation *op : llvm::reverse(chain)) {
+      FailureOr<Strided> next = step(op);
+      if (failed(next))
+        return failure();
+      in = *next;
+    }
+    return in;
+  }
+  for (Operation *op : chain) {
+    FailureOr<Strided> next = step(op);
+    if (failed(next))
+      return failure();
+    in = *next;
+  }
+  return in;
+}
+
+/// The buffer that `v` views (through any view-like op).
+Value rootOf(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// Every user of `root` and of the views of it, views excluded.
+SmallVector<std::pair<Operation *, Value>> usersThroughViews(Value root) {
+  SmallVector<std::pair<Operation *, Value>> users;
+  SmallVector<Value> aliases = {root};
+  for (size_t i = 0; i < aliases.size(); ++i)
+    for (Operation *user : aliases[i].getUsers()) {
+      if (isa<ViewLikeOpInterface>(user) &&
+          cast<ViewLikeOpInterface>(user).getViewSource() == aliases[i]) {
+        llvm::append_range(aliases, user->getResults());
+        continue;
+      }
+      users.push_back({user, aliases[i]});
+    }
+  return users;
+}
+
+/// True if an op strictly between `from` and `to` (one block) may write
+/// the buffer `root` or a view of it.
+bool writtenBetween(Value root, Operation *from, Operation *to) {
+  for (Operation *op = from->getNextNode(); op && op != to;
+       op = op->getNextNode()) {
+    WalkResult r = op->walk([&](Operation *inner) {
+      for (OpOperand &use : inner->getOpOperands()) {
+        if (rootOf(use.get()) != root || isa<ViewLikeOpInterface>(inner))
+          continue;
+        if (auto linalgOp = dyn_cast<linalg::LinalgOp>(inner);
+            linalgOp && linalgOp.isDpsInput(&use))
+          continue;
+        if (auto copy = dyn_cast<memref::CopyOp>(inner);
+            copy && copy.getSource() == use.get())
+          continue;
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (r.wasInterrupted())
+      return true;
+  }
+  return false;
+}
+
+/// `base` (a strided memref whose layout is `layout`) as a view with
+/// `view`'s sizes and strides, at `base`'s offset.
+Value stridedView(OpBuilder &b, Location loc, Value base,
+                  const Strided &view) {
+  auto meta = memref::ExtractStridedMetadataOp::create(b, loc, base);
+  auto type = MemRefType::get(
+      view.sizes, b.getF32Type(),
+      StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic,
+                             view.strides));
+  SmallVector<OpFoldResult> sizes, strides;
+  for (int64_t s : view.sizes)
+    sizes.push_back(b.getIndexAttr(s));
+  for (int64_t s : view.strides)
+    strides.push_back(b.getIndexAttr(s));
+  return memref::ReinterpretCastOp::create(b, loc, type, meta.getBaseBuffer(),
+                                           meta.getOffset(), sizes, strides);
+}
+
+bool blasLayout(const Strided &s, bool output) {
+  size_t r = s.strides.size();
+  return r >= 2 && (s.strides[r - 1] == 1 || (!output && s.strides[r - 2] == 1));
+}
+
+/// The users of `root` and of its views (views excluded), as the ops of
+/// `block` that hold them, in block order, each with the value it uses;
+/// fails if one lies outside `block`.
+FailureOr<SmallVector<std::pair<Operation *, Value>>>
+orderedUsers(Value root, Block *block) {
+  SmallVector<std::pair<Operation *, Value>> users;
+  for (auto [user, through] : usersThroughViews(root)) {
+    Operation *op = block->findAncestorOpInBlock(*user);
+    if (!op)
+      return failure();
+    users.push_back({op, through});
+  }
+  llvm::stable_sort(users, [](const auto &x, const auto &y) {
+    return x.first != y.first && x.first->isBeforeInBlock(y.first);
+  });
+  return users;
+}
+
+/// True if `op` replaces all of `buffer` without reading it, or frees it.
+bool overwrites(Operation *op, Value buffer) {
+  if (auto copy = matchPermutedCopy(op))
+    return copy->op.getDpsInits()[0] == buffer;
+  if (auto copy = dyn_cast<memref::CopyOp>(op))
+    return copy.getTarget() == buffer;
+  if (auto fill = dyn_cast<linalg::FillOp>(op))
+    return fill.getOutputs()[0] == buffer;
+  return isa<memref::DeallocOp>(op);
+}
+
+/// The position of `op` in `users`, if it is there exactly once.
+std::optional<size_t>
+onlyPosition(ArrayRef<std::pair<Operation *, Value>> users, Operation *op) {
+  std::optional<size_t> at;
+  for (auto [i, u] : llvm::enumerate(users))
+    if (u.first == op) {
+      if (at)
+        return std::nullopt;
+      at = i;
+    }
+  return at;
+}
+
+/// An input of `product` that a permuted copy wrote into a buffer which
+/// nothing else reads before it is overwritten (bufferization reuses one
+/// buffer for the same copy in every layer): the copy goes, and `product`
+/// reads the copy's source through a strided view (returned, with the
+/// copy's scale).
+std::optional<std::pair<Value, double>>
+foldPermutedInput(OpBuilder &b, linalg::LinalgOp product, Value operand) {
+  memref::AllocOp alloc;
+  FailureOr<SmallVector<Operation *>> chain = reshapesFromAlloc(operand, alloc);
+  if (failed(chain))
+    return std::nullopt;
+  auto users = orderedUsers(alloc.getResult(), product->getBlock());
+  if (failed(users))
+    return std::nullopt;
+  std::optional<size_t> at = onlyPosition(*users, product);
+  if (!at || *at == 0 || (*users)[*at].second != operand)
+    return std::nullopt;
+  std::optional<PermutedCopy> copy = matchPermutedCopy((*users)[*at - 1].first);
+  if (!copy || copy->op.getDpsInits()[0] != alloc.getResult() ||
+      (*at + 1 < users->size() &&
+       !overwrites((*users)[*at + 1].first, alloc.getResult())))
+    return std::nullopt;
+  Value source = copy->op.getDpsInputs()[0];
+  auto sourceType = cast<MemRefType>(source.getType());
+  Strided src;
+  int64_t offset;
+  if (!sourceType.hasStaticShape() ||
+      failed(sourceType.getStridesAndOffset(src.strides, offset)) ||
+      llvm::is_contained(src.strides, ShapedType::kDynamic))
+    return std::nullopt;
+  // The source indexed as the copy's output.
+  Strided asOutput{SmallVector<int64_t>(alloc.getType().getShape()),
+                   SmallVector<int64_t>(src.strides.size())};
+  for (auto [j, d] : llvm::enumerate(copy->perm))
+    asOutput.strides[d] = src.strides[j];
+  FailureOr<Strided> view = throughReshapes(asOutput, *chain, false);
+  if (failed(view) || !blasLayout(*view, false) ||
+      writtenBetween(rootOf(source), copy->op, product))
+    return std::nullopt;
+  Value folded = stridedView(b, product.getLoc(), source, *view);
+  double scale = copy->scale;
+  copy->op->erase();
+  return std::make_pair(folded, scale);
+}
+
+/// The output of `product` (overwritten, beta = 0) when the next use of it
+/// is a permuted copy, and nothing reads it after that before it is
+/// overwritten: `product` writes the copy's target (a buffer nothing uses
+/// between the two) through a strided view (returned, with the copy's
+/// scale) and the copy goes.
+std::optional<std::pair<Value, double>>
+foldPermutedOutput(OpBuilder &b, linalg::LinalgOp product, Value output) {
+  memref::AllocOp alloc;
+  FailureOr<SmallVector<Operation *>> chain = reshapesFromAlloc(output, alloc);
+  if (failed(chain))
+    return std::nullopt;
+  Block *block = product->getBlock();
+  auto users = orderedUsers(alloc.getResult(), block);
+  if (failed(users))
+    return std::nullopt;
+  std::optional<size_t> at = onlyPosition(*users, product);
+  if (!at || *at + 1 >= users->size() || (*users)[*at].second != output)
+    return std::nullopt;
+  auto [next, copied] = (*users)[*at + 1];
+  std::optional<PermutedCopy> copy = matchPermutedCopy(next);
+  if (!copy || copy->op.getDpsInputs()[0] != copied ||
+      copy->op.getDpsInits()[0] == copied ||
+      (*at + 2 < users->size() &&
+       !overwrites((*users)[*at + 2].first, alloc.getResult())))
+    return std::nullopt;
+  memref::AllocOp copiedAlloc;
+  FailureOr<SmallVector<Operation *>> copiedChain =
+      reshapesFromAlloc(copied, copiedAlloc);
+  auto target = copy->op.getDpsInits()[0].getDefiningOp<memref::AllocOp>();
+  if (failed(copiedChain) || copiedAlloc != alloc || !target ||
+      target->getBlock() != block || !target.getType().hasStaticShape() ||
+      !target.getType().getLayout().isIdentity())
+    return std::nullopt;
+  auto targetUsers = orderedUsers(target.getResult(), block);
+  if (failed(targetUsers))
+    return std::nullopt;
+  for (auto [user, through] : *targetUsers)
+    if (product->isBeforeInBlock(user) && user->isBeforeInBlock(copy->op))
+      return std::nullopt;
+  // The target indexed as the copy's input, then as the allocation and as
+  // the product's output.
+  SmallVector<int64_t> targetStrides;
+  int64_t offset;
+  if (failed(target.getType().getStridesAndOffset(targetStrides, offset)))
+    return std::nullopt;
+  auto copiedType = cast<MemRefType>(copied.getType());
+  Strided asInput{SmallVector<int64_t>(copiedType.getShape()),
+                  SmallVector<int64_t>(targetStrides.size())};
+  for (auto [j, d] : llvm::enumerate(copy->perm))
+    asInput.strides[j] = targetStrides[d];
+  FailureOr<Strided> asAlloc = throughReshapes(asInput, *copiedChain, true);
+  if (failed(asAlloc))
+    return std::nullopt;
+  FailureOr<Strided> view = throughReshapes(*asAlloc, *chain, false);
+  if (failed(view) || !blasLayout(*view, true))
+    return std::nullopt;
+  if (product->isBeforeInBlock(target))
+    target->moveBefore(product);
+  Value folded = stridedView(b, product.getLoc(), target.getResult(), *view);
+  double scale = copy->scale;
+  copy->op->erase();
+  return std::make_pair(folded, scale);
+}
+
 struct GpuLibraryCallsPass
     : mcc::impl::GpuLibraryCallsBase<GpuLibraryCallsPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
@@ -97,6 +486,8 @@ struct GpuLibraryCallsPass
       for (Value v : op->getOperands())
         if (!blasCompatible(v) || viewsGlobal(v))
           return;
+      if (!blasCompatibleOutput(op.getDpsInits()[0]))
+        return;
       products.push_back(op);
     });
     OpBuilder builder(ctx);
@@ -105,10 +496,11 @@ struct GpuLibraryCallsPass
         return;
       builder.setInsertionPointToStart(module.getBody());
       MemRefType t = dynamicStrided(ctx, rank);
-      // A, B, C and beta: C = A B + beta C.
+      // A, B, C, alpha and beta: C = alpha A B + beta C.
       auto fn = func::FuncOp::create(
           builder, module.getLoc(), name,
-          builder.getFunctionType({t, t, t, builder.getF32Type()}, {}));
+          builder.getFunctionType(
+              {t, t, t, builder.getF32Type(), builder.getF32Type()}, {}));
       fn.setPrivate();
     };
     IRRewriter rewriter(ctx);
@@ -118,15 +510,6 @@ struct GpuLibraryCallsPass
       int64_t rank = batched ? 3 : 2;
       declare(name, rank);
       rewriter.setInsertionPoint(op);
-      SmallVector<Value> args;
-      for (Value v : op->getOperands()) {
-        if (batched && cast<MemRefType>(v.getType()).getRank() == 2)
-          v = broadcastView(rewriter, op.getLoc(), v,
-                            memref::getMixedSize(rewriter, op.getLoc(),
-                                                 op.getDpsInits()[0], 0));
-        args.push_back(memref::CastOp::create(rewriter, op.getLoc(),
-                                              dynamicStrided(ctx, rank), v));
-      }
       // An output zeroed right before the product is overwritten instead
       // (beta = 0), and the zeroing goes.
       Attribute init;
@@ -136,6 +519,32 @@ struct GpuLibraryCallsPass
         beta = 0.0f;
         rewriter.eraseOp(zeroing);
       }
+      SmallVector<Value> operands(op->getOperands());
+      double alpha = 1.0;
+      if (foldTransposes) {
+        for (Value &v : MutableArrayRef<Value>(operands).take_front(2))
+          if (auto folded = foldPermutedInput(rewriter, op, v)) {
+            v = folded->first;
+            alpha *= folded->second;
+          }
+        if (beta == 0.0f)
+          if (auto folded = foldPermutedOutput(rewriter, op, operands[2])) {
+            operands[2] = folded->first;
+            alpha *= folded->second;
+          }
+      }
+      SmallVector<Value> args;
+      for (Value v : operands) {
+        if (batched && cast<MemRefType>(v.getType()).getRank() == 2)
+          v = broadcastView(rewriter, op.getLoc(), v,
+                            memref::getMixedSize(rewriter, op.getLoc(),
+                                                 op.getDpsInits()[0], 0));
+        args.push_back(memref::CastOp::create(rewriter, op.getLoc(),
+                                              dynamicStrided(ctx, rank), v));
+      }
+      args.push_back(arith::ConstantOp::create(
+          rewriter, op.getLoc(),
+          rewriter.getF32FloatAttr(static_cast<float>(alpha))));
       args.push_back(arith::ConstantOp::create(
           rewriter, op.getLoc(), rewriter.getF32FloatAttr(beta)));
       func::CallOp::create(rewriter, op.getLoc(), name, TypeRange{}, args);

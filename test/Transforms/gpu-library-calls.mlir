@@ -1,12 +1,17 @@
 // RUN: mcc-opt %s --mcc-gpu-library-calls --verify-each | FileCheck %s
+// RUN: mcc-opt %s --mcc-gpu-library-calls=fold-transposes=0 --verify-each | FileCheck %s --check-prefix=NOFOLD
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#heads = affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>
+#keys = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>
 
 // f32 products on unit-stride rows become cuBLAS calls through the shim.
-// CHECK: func.func private @mcc_gpu_sgemm_batched(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>
-// CHECK: func.func private @mcc_gpu_sgemm(memref<?x?xf32, strided<[?, ?], offset: ?>>
+// CHECK: func.func private @mcc_gpu_sgemm_batched(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, {{.*}}, f32, f32)
+// CHECK: func.func private @mcc_gpu_sgemm(memref<?x?xf32, strided<[?, ?], offset: ?>>, {{.*}}, f32, f32)
 // CHECK-LABEL: func.func @products
 // CHECK: %[[A:.*]] = memref.cast %arg0 : memref<4x8xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
-// CHECK: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
-// CHECK-NEXT: call @mcc_gpu_sgemm(%[[A]], %{{.*}}, %{{.*}}, %[[ONE]])
+// CHECK: %[[ALPHA:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT: call @mcc_gpu_sgemm(%[[A]], %{{.*}}, %{{.*}}, %[[ALPHA]], %[[ONE]])
 // CHECK: call @mcc_gpu_sgemm_batched(
 // CHECK-NOT: linalg.matmul
 // CHECK-NOT: linalg.batch_matmul
@@ -51,12 +56,14 @@ func.func @shared_weights(%a: memref<8x16xf32>, %b: memref<3x16x16xf32>, %c: mem
 // CHECK-NOT: linalg.fill
 // CHECK-NOT: memref.copy
 // CHECK: memref.cast %arg2
+// CHECK-NEXT: %[[Z1A:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK-NEXT: %[[Z1:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT: call @mcc_gpu_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[Z1]])
+// CHECK-NEXT: call @mcc_gpu_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[Z1A]], %[[Z1]])
 // CHECK-NOT: linalg.fill
 // CHECK: memref.cast %arg3
+// CHECK-NEXT: %[[Z2A:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK-NEXT: %[[Z2:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT: call @mcc_gpu_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[Z2]])
+// CHECK-NEXT: call @mcc_gpu_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[Z2A]], %[[Z2]])
 // CHECK-NOT: linalg.fill
 func.func @zeroed_outputs(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>, %d: memref<4x16xf32>) {
   %zero = arith.constant 0.0 : f32
@@ -76,12 +83,14 @@ func.func @zeroed_outputs(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<
 // CHECK: linalg.fill
 // CHECK: memref.copy
 // CHECK: memref.cast %arg2
+// CHECK-NEXT: %[[O1A:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK-NEXT: %[[O1:.*]] = arith.constant 1.000000e+00 : f32
-// CHECK-NEXT: call @mcc_gpu_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[O1]])
+// CHECK-NEXT: call @mcc_gpu_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[O1A]], %[[O1]])
 // CHECK: linalg.fill
 // CHECK: memref.cast %arg3
+// CHECK-NEXT: %[[O2A:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK-NEXT: %[[O2:.*]] = arith.constant 1.000000e+00 : f32
-// CHECK-NEXT: call @mcc_gpu_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[O2]])
+// CHECK-NEXT: call @mcc_gpu_sgemm(%{{.*}}, %{{.*}}, %{{.*}}, %[[O2A]], %[[O2]])
 func.func @zeros_read(%a: memref<4x8xf32>, %b: memref<8x16xf32>, %c: memref<4x16xf32>, %d: memref<4x16xf32>, %out: memref<64xf32>) {
   %zero = arith.constant 0.0 : f32
   %two = arith.constant 2.0 : f32
@@ -123,5 +132,135 @@ func.func @shared_weights_dynamic_batch(%a: memref<8x16xf32>, %b: memref<?x16x49
                                        affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>,
                                        affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>]
       ins(%a, %b : memref<8x16xf32>, memref<?x16x49xf32>) outs(%c : memref<?x8x49xf32>)
+  return
+}
+
+// Attention's head transposes fold into the products: Q (times 0.5) is
+// read in place as [heads, tokens, dim] at strides [8, 48, 1], K^T (times
+// 0.5) as a transposed operand (strides [8, 1, 48]), both scales become
+// alpha = 0.25, and the context is written straight into the merged
+// [tokens, heads, dim] layout. No copy kernel is left.
+// CHECK-LABEL: func.func @attention_heads
+// CHECK-NOT: linalg.generic
+// CHECK-DAG: %[[Q:.*]] = memref.reinterpret_cast %{{.*}} to offset: [%{{.*}}], sizes: [2, 8, 8], strides: [8, 48, 1]
+// CHECK-DAG: %[[K:.*]] = memref.reinterpret_cast %{{.*}} to offset: [%{{.*}}], sizes: [2, 8, 8], strides: [8, 1, 48]
+// CHECK-DAG: %[[QC:.*]] = memref.cast %[[Q]]
+// CHECK-DAG: %[[KC:.*]] = memref.cast %[[K]]
+// CHECK: %[[QUARTER:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK: call @mcc_gpu_sgemm_batched(%[[QC]], %[[KC]], %{{.*}}, %[[QUARTER]], %{{.*}})
+// CHECK: %[[MERGED:.*]] = memref.alloc() : memref<1x8x2x8xf32>
+// CHECK: %[[CTX:.*]] = memref.reinterpret_cast %{{.*}} to offset: [%{{.*}}], sizes: [2, 8, 8], strides: [8, 16, 1]
+// CHECK: %[[CTXC:.*]] = memref.cast %[[CTX]]
+// CHECK: call @mcc_gpu_sgemm_batched(%{{.*}}, %{{.*}}, %[[CTXC]],
+// CHECK-NOT: linalg.generic
+// CHECK: memref.collapse_shape %[[MERGED]]
+// NOFOLD-LABEL: func.func @attention_heads
+// NOFOLD-COUNT-3: linalg.generic
+func.func @attention_heads(%qkv: memref<1x8x48xf32>, %v: memref<2x8x8xf32>, %out: memref<8x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %q = memref.subview %qkv[0, 0, 0] [1, 8, 16] [1, 1, 1] : memref<1x8x48xf32> to memref<1x8x16xf32, strided<[384, 48, 1]>>
+  %k = memref.subview %qkv[0, 0, 16] [1, 8, 16] [1, 1, 1] : memref<1x8x48xf32> to memref<1x8x16xf32, strided<[384, 48, 1], offset: 16>>
+  %q4 = memref.expand_shape %q [[0], [1], [2, 3]] output_shape [1, 8, 2, 8] : memref<1x8x16xf32, strided<[384, 48, 1]>> into memref<1x8x2x8xf32, strided<[384, 48, 8, 1]>>
+  %k4 = memref.expand_shape %k [[0], [1], [2, 3]] output_shape [1, 8, 2, 8] : memref<1x8x16xf32, strided<[384, 48, 1], offset: 16>> into memref<1x8x2x8xf32, strided<[384, 48, 8, 1], offset: 16>>
+  %qt = memref.alloc() : memref<1x2x8x8xf32>
+  linalg.generic {indexing_maps = [#heads, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%q4 : memref<1x8x2x8xf32, strided<[384, 48, 8, 1]>>) outs(%qt : memref<1x2x8x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.mulf %in, %half : f32
+    linalg.yield %s : f32
+  }
+  %kt = memref.alloc() : memref<1x2x8x8xf32>
+  linalg.generic {indexing_maps = [#keys, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%k4 : memref<1x8x2x8xf32, strided<[384, 48, 8, 1], offset: 16>>) outs(%kt : memref<1x2x8x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    %s = arith.mulf %in, %half : f32
+    linalg.yield %s : f32
+  }
+  %q3 = memref.collapse_shape %qt [[0, 1], [2], [3]] : memref<1x2x8x8xf32> into memref<2x8x8xf32>
+  %k3 = memref.collapse_shape %kt [[0, 1], [2], [3]] : memref<1x2x8x8xf32> into memref<2x8x8xf32>
+  %scores = memref.alloc() : memref<2x8x8xf32>
+  linalg.fill ins(%zero : f32) outs(%scores : memref<2x8x8xf32>)
+  linalg.batch_matmul ins(%q3, %k3 : memref<2x8x8xf32>, memref<2x8x8xf32>) outs(%scores : memref<2x8x8xf32>)
+  %ctx = memref.alloc() : memref<2x8x8xf32>
+  linalg.fill ins(%zero : f32) outs(%ctx : memref<2x8x8xf32>)
+  linalg.batch_matmul ins(%scores, %v : memref<2x8x8xf32>, memref<2x8x8xf32>) outs(%ctx : memref<2x8x8xf32>)
+  %ctx4 = memref.expand_shape %ctx [[0, 1], [2], [3]] output_shape [1, 2, 8, 8] : memref<2x8x8xf32> into memref<1x2x8x8xf32>
+  %merged = memref.alloc() : memref<1x8x2x8xf32>
+  linalg.generic {indexing_maps = [#heads, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%ctx4 : memref<1x2x8x8xf32>) outs(%merged : memref<1x8x2x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  %m2 = memref.collapse_shape %merged [[0, 1], [2, 3]] : memref<1x8x2x8xf32> into memref<8x16xf32>
+  memref.copy %m2, %out : memref<8x16xf32> to memref<8x16xf32>
+  return
+}
+
+// Not when the copy's source is written between the copy and the product
+// (the view would read the new values), nor when its result has another
+// reader, nor when the view would be strided in both of its last two
+// dimensions (cuBLAS needs one of them contiguous).
+// CHECK-LABEL: func.func @transposes_kept
+// CHECK-COUNT-3: linalg.generic
+// CHECK-NOT: linalg.generic
+func.func @transposes_kept(%x: memref<1x8x2x8xf32>, %v: memref<2x8x8xf32>, %c: memref<2x8x8xf32>,
+                           %d: memref<2x8x8xf32>, %seen: memref<1x2x8x8xf32>, %y: memref<1x8x8x2xf32>, %e: memref<2x8x8xf32>) {
+  %one = arith.constant 1.0 : f32
+  %a = memref.alloc() : memref<1x2x8x8xf32>
+  linalg.generic {indexing_maps = [#heads, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : memref<1x8x2x8xf32>) outs(%a : memref<1x2x8x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  linalg.fill ins(%one : f32) outs(%x : memref<1x8x2x8xf32>)
+  %a3 = memref.collapse_shape %a [[0, 1], [2], [3]] : memref<1x2x8x8xf32> into memref<2x8x8xf32>
+  linalg.batch_matmul ins(%a3, %v : memref<2x8x8xf32>, memref<2x8x8xf32>) outs(%c : memref<2x8x8xf32>)
+  %b = memref.alloc() : memref<1x2x8x8xf32>
+  linalg.generic {indexing_maps = [#heads, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : memref<1x8x2x8xf32>) outs(%b : memref<1x2x8x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  %b3 = memref.collapse_shape %b [[0, 1], [2], [3]] : memref<1x2x8x8xf32> into memref<2x8x8xf32>
+  linalg.batch_matmul ins(%b3, %v : memref<2x8x8xf32>, memref<2x8x8xf32>) outs(%d : memref<2x8x8xf32>)
+  memref.copy %b, %seen : memref<1x2x8x8xf32> to memref<1x2x8x8xf32>
+  %t = memref.alloc() : memref<1x2x8x8xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d3, d2, d1)>, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%y : memref<1x8x8x2xf32>) outs(%t : memref<1x2x8x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  %t3 = memref.collapse_shape %t [[0, 1], [2], [3]] : memref<1x2x8x8xf32> into memref<2x8x8xf32>
+  linalg.batch_matmul ins(%t3, %v : memref<2x8x8xf32>, memref<2x8x8xf32>) outs(%e : memref<2x8x8xf32>)
+  return
+}
+
+// Bufferization reuses one buffer for the same copy in every layer: each
+// layer's copy feeds only its own product before the next overwrites the
+// buffer, so both fold.
+// CHECK-LABEL: func.func @buffer_reused_by_layers
+// CHECK-NOT: linalg.generic
+// CHECK: strides: [8, 16, 1]
+// CHECK: call @mcc_gpu_sgemm_batched
+// CHECK: strides: [8, 16, 1]
+// CHECK: call @mcc_gpu_sgemm_batched
+func.func @buffer_reused_by_layers(%x: memref<1x8x2x8xf32>, %y: memref<1x8x2x8xf32>, %v: memref<2x8x8xf32>,
+                                   %c: memref<2x8x8xf32>, %d: memref<2x8x8xf32>) {
+  %a = memref.alloc() : memref<1x2x8x8xf32>
+  %a3 = memref.collapse_shape %a [[0, 1], [2], [3]] : memref<1x2x8x8xf32> into memref<2x8x8xf32>
+  linalg.generic {indexing_maps = [#heads, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : memref<1x8x2x8xf32>) outs(%a : memref<1x2x8x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  linalg.batch_matmul ins(%a3, %v : memref<2x8x8xf32>, memref<2x8x8xf32>) outs(%c : memref<2x8x8xf32>)
+  linalg.generic {indexing_maps = [#heads, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%y : memref<1x8x2x8xf32>) outs(%a : memref<1x2x8x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  linalg.batch_matmul ins(%a3, %v : memref<2x8x8xf32>, memref<2x8x8xf32>) outs(%d : memref<2x8x8xf32>)
+  memref.dealloc %a : memref<1x2x8x8xf32>
   return
 }

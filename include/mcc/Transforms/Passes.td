@@ -165,11 +165,23 @@ def GpuLibraryCalls : Pass<"mcc-gpu-library-calls", "mlir::ModuleOp"> {
     On bufferized IR, every f32 linalg.matmul and linalg.batch_matmul whose
     operands are unit-stride in their last dimension becomes a call to the
     CUDA runtime shim (mcc_gpu_sgemm / mcc_gpu_sgemm_batched), which runs
-    cuBLAS on the run's stream with C += A * B (beta = 1 keeps linalg's
-    accumulate semantics; TF32 stays off). Operands are cast to fully
-    dynamic strided memrefs so one declaration serves every shape.
+    cuBLAS on the run's stream with C = alpha A B + beta C (beta = 1 keeps
+    linalg's accumulate semantics, 0 when the output was zeroed just before;
+    TF32 stays off). Operands are cast to fully dynamic strided memrefs so
+    one declaration serves every shape; an operand contiguous in its second
+    to last dimension reaches cuBLAS transposed.
+
+    A copy through a permutation of dimensions (times a constant or not)
+    that only feeds one product, or only reads one product's overwritten
+    output, is folded away: the product reads the copy's source, or writes
+    the copy's target, through a strided view, and the constant becomes
+    alpha. This removes attention's head transposes (Q, K^T, the context).
   }];
-  let dependentDialects = ["mlir::func::FuncDialect", "mlir::memref::MemRefDialect"];
+  let options = [
+    Option<"foldTransposes", "fold-transposes", "bool", /*default=*/"true",
+           "Fold permuted copies around products into their strides">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect", "mlir::memref::MemRefDialect"];
 }
 
 def ConvToMatmul : Pass<"mcc-conv-to-matmul", "mlir::func::FuncOp"> {

@@ -465,6 +465,9 @@ struct BlasLt {
   cublasStatus_t (*create)(cublasLtHandle_t *);
   cublasStatus_t (*descCreate)(cublasLtMatmulDesc_t *, cublasComputeType_t,
                                cudaDataType_t);
+  cublasStatus_t (*descSet)(cublasLtMatmulDesc_t,
+                            cublasLtMatmulDescAttributes_t, const void *,
+                            size_t);
   cublasStatus_t (*layoutCreate)(cublasLtMatrixLayout_t *, cudaDataType,
                                  uint64_t, uint64_t, int64_t);
   cublasStatus_t (*layoutSet)(cublasLtMatrixLayout_t,
@@ -540,6 +543,7 @@ bool blasLtReady() {
       return;
     b.loaded = bind(lib, "cublasLtCreate", b.create) &&
                bind(lib, "cublasLtMatmulDescCreate", b.descCreate) &&
+               bind(lib, "cublasLtMatmulDescSetAttribute", b.descSet) &&
                bind(lib, "cublasLtMatrixLayoutCreate", b.layoutCreate) &&
                bind(lib, "cublasLtMatrixLayoutSetAttribute", b.layoutSet) &&
                bind(lib, "cublasLtMatmulPreferenceCreate", b.prefCreate) &&
@@ -581,17 +585,20 @@ LtThread *ltThread() {
   return &t;
 }
 
-/// A row-major C (m x n) = A (m x k) * B (k x n) (+ beta C), `batch` times
-/// at the given element strides. Column-major, as cuBLAS sees it, this is
-/// C^T = B^T * A^T: B is the first operand.
+/// A row-major C (m x n) = alpha A (m x k) * B (k x n) (+ beta C), `batch`
+/// times at the given element strides. Column-major, as cuBLAS sees it,
+/// this is C^T = B^T * A^T: B is the first operand. A transposed operand
+/// is stored as its transpose (A: k x m, B: n x k, row-major, at its
+/// leading dimension): attention's K^T read in place.
 struct GemmShape {
   int64_t m, n, k, lda, ldb, ldc, batch, aBatch, bBatch, cBatch;
   bool accumulate;
+  bool transA = false, transB = false;
   bool operator<(const GemmShape &o) const {
     return std::tie(m, n, k, lda, ldb, ldc, batch, aBatch, bBatch, cBatch,
-                    accumulate) < std::tie(o.m, o.n, o.k, o.lda, o.ldb, o.ldc,
-                                           o.batch, o.aBatch, o.bBatch,
-                                           o.cBatch, o.accumulate);
+                    accumulate, transA, transB) <
+           std::tie(o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.batch, o.aBatch,
+                    o.bBatch, o.cBatch, o.accumulate, o.transA, o.transB);
   }
 };
 
@@ -714,19 +721,30 @@ struct SplitOperand {
   }
 };
 
-/// A' = [lo(A) | hi(A)], row-major m x 2k.
+/// A' = [lo(A) | hi(A)], row-major m x 2k; stored transposed (2k x m,
+/// [lo; hi]) when A is.
 SplitOperand splitA(const GemmShape &s, const float *a) {
   int64_t batches = s.aBatch == 0 ? 1 : s.batch;
+  if (s.transA)
+    return {a, s.k, s.m, s.lda, s.aBatch, batches, s.m, 2 * s.k * s.m,
+            s.k * s.m, 0};
   return {a, s.m, s.k, s.lda, s.aBatch, batches, 2 * s.k, 2 * s.k * s.m,
           s.k, 0};
 }
 
-/// B' = [hi(B); lo(B)], row-major 2k x n.
+/// B' = [hi(B); lo(B)], row-major 2k x n; stored transposed (n x 2k,
+/// [hi | lo]) when B is.
 SplitOperand splitB(const GemmShape &s, const float *b) {
   int64_t batches = s.bBatch == 0 ? 1 : s.batch;
+  if (s.transB)
+    return {b, s.n, s.k, s.ldb, s.bBatch, batches, 2 * s.k, 2 * s.k * s.n, 0,
+            s.k};
   return {b, s.k, s.n, s.ldb, s.bBatch, batches, s.n,
           2 * s.k * s.n, 0, s.k * s.n};
 }
+
+/// Where hi(A) starts in A' (the main product's A).
+int64_t hiOffsetA(const GemmShape &s) { return s.transA ? s.k * s.m : s.k; }
 
 int launchSplit(const SplitOperand &o, CUdeviceptr dst) {
   CUfunction fn = splitKernel();
@@ -796,24 +814,26 @@ int splitOperand(const SplitOperand &o, CUdeviceptr &out, bool &temporary) {
 //===--- Running a plan
 //-----------------------------------------------------===//
 
-int runSgemm(const GemmShape &s, const float *a, const float *b, float *c) {
+int runSgemm(const GemmShape &s, float alpha, const float *a, const float *b,
+             float *c) {
   BlasHandle h = blasHandle();
   if (!h)
     return -1;
-  const float one = 1.0f, beta = s.accumulate ? 1.0f : 0.0f;
+  const float beta = s.accumulate ? 1.0f : 0.0f;
+  const int opB = s.transB ? 1 : 0, opA = s.transA ? 1 : 0; // CUBLAS_OP_T: 1
   if (s.batch == 1)
-    return theBlas().sgemm(h, 0, 0, s.n, s.m, s.k, &one, b, s.ldb, a, s.lda,
-                           &beta, c, s.ldc);
-  return theBlas().sgemmStridedBatched(h, 0, 0, s.n, s.m, s.k, &one, b, s.ldb,
-                                       s.bBatch, a, s.lda, s.aBatch, &beta, c,
-                                       s.ldc, s.cBatch, s.batch);
+    return theBlas().sgemm(h, opB, opA, s.n, s.m, s.k, &alpha, b, s.ldb, a,
+                           s.lda, &beta, c, s.ldc);
+  return theBlas().sgemmStridedBatched(h, opB, opA, s.n, s.m, s.k, &alpha, b,
+                                       s.ldb, s.bBatch, a, s.lda, s.aBatch,
+                                       &beta, c, s.ldc, s.cBatch, s.batch);
 }
 
-int runLt(const LtCall &call, LtThread &t, const float *a, const float *b,
-          float *c, bool accumulate) {
-  const float one = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+int runLt(const LtCall &call, LtThread &t, float alpha, const float *a,
+          const float *b, float *c, bool accumulate) {
+  const float beta = accumulate ? 1.0f : 0.0f;
   return theBlasLt().matmul(
-      t.handle, call.desc, &one, b, call.bLayout, a, call.aLayout, &beta, c,
+      t.handle, call.desc, &alpha, b, call.bLayout, a, call.aLayout, &beta, c,
       call.cLayout, c, call.cLayout, &call.algo,
       reinterpret_cast<void *>(t.workspace), call.workspace,
       reinterpret_cast<cudaStream_t>(runStream));
@@ -826,14 +846,16 @@ int runLt(const LtCall &call, LtThread &t, const float *a, const float *b,
 /// and the dominant term summed alone over k (not 3k) keeps bert-base b16
 /// within 1e-4.
 int runSplitProducts(const GemmShape &s, const GemmPlan &p, LtThread &t,
-                     CUdeviceptr a3, CUdeviceptr b3, float *c) {
+                     float alpha, CUdeviceptr a3, CUdeviceptr b3, float *c) {
   auto *a = reinterpret_cast<const float *>(a3);
   auto *b = reinterpret_cast<const float *>(b3);
-  int rc = runLt(p.rest, t, a, b, c, s.accumulate);
-  return rc ? rc : runLt(p.main, t, a + s.k, b, c, /*accumulate=*/true);
+  int rc = runLt(p.rest, t, alpha, a, b, c, s.accumulate);
+  return rc ? rc
+            : runLt(p.main, t, alpha, a + hiOffsetA(s), b, c,
+                    /*accumulate=*/true);
 }
 
-int runSplit(const GemmShape &s, const GemmPlan &p, LtThread &t,
+int runSplit(const GemmShape &s, const GemmPlan &p, LtThread &t, float alpha,
              const float *a, const float *b, float *c) {
   CUdeviceptr a3 = 0, b3 = 0;
   bool aTemp = false, bTemp = false;
@@ -841,7 +863,7 @@ int runSplit(const GemmShape &s, const GemmPlan &p, LtThread &t,
   if (rc == 0)
     rc = splitOperand(splitB(s, b), b3, bTemp);
   if (rc == 0)
-    rc = runSplitProducts(s, p, t, a3, b3, c);
+    rc = runSplitProducts(s, p, t, alpha, a3, b3, c);
   if (aTemp)
     driver.cuMemFreeAsync(a3, runStream);
   if (bTemp)
@@ -849,13 +871,13 @@ int runSplit(const GemmShape &s, const GemmPlan &p, LtThread &t,
   return rc;
 }
 
-int runPlan(const GemmShape &s, const GemmPlan &p, LtThread *t, const float *a,
-            const float *b, float *c) {
+int runPlan(const GemmShape &s, const GemmPlan &p, LtThread *t, float alpha,
+            const float *a, const float *b, float *c) {
   if (p.kind == GemmPlan::Sgemm || !t)
-    return runSgemm(s, a, b, c);
+    return runSgemm(s, alpha, a, b, c);
   if (p.kind == GemmPlan::Split)
-    return runSplit(s, p, *t, a, b, c);
-  return runLt(p.main, *t, a, b, c, s.accumulate);
+    return runSplit(s, p, *t, alpha, a, b, c);
+  return runLt(p.main, *t, alpha, a, b, c, s.accumulate);
 }
 
 /// A candidate's time per call in milliseconds (infinity if it fails),
@@ -964,13 +986,25 @@ bool ltProblem(const GemmShape &s, LtThread &t, cublasComputeType_t compute,
   BlasLt &lt = theBlasLt();
   bool split = part != Part::Whole;
   int64_t k = part == Part::Rest ? 2 * s.k : s.k;
-  int64_t ldb = split ? s.n : s.ldb, lda = split ? 2 * s.k : s.lda;
+  // Split operands: A' is m x 2k (2k x m transposed), B' 2k x n (n x 2k).
+  int64_t ldb = !split ? s.ldb : s.transB ? 2 * s.k : s.n;
+  int64_t lda = !split ? s.lda : s.transA ? s.m : 2 * s.k;
   int64_t bBatch = split && s.bBatch ? 2 * s.k * s.n : s.bBatch;
   int64_t aBatch = split && s.aBatch ? 2 * s.k * s.m : s.aBatch;
-  bool ok = lt.descCreate(&call.desc, compute, CUDA_R_32F) == 0 &&
-            lt.layoutCreate(&call.bLayout, CUDA_R_32F, s.n, k, ldb) == 0 &&
-            lt.layoutCreate(&call.aLayout, CUDA_R_32F, k, s.m, lda) == 0 &&
-            lt.layoutCreate(&call.cLayout, CUDA_R_32F, s.n, s.m, s.ldc) == 0;
+  // Column-major layouts of the stored matrices; the ops transpose them.
+  int32_t opB = s.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+  int32_t opA = s.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  bool ok =
+      lt.descCreate(&call.desc, compute, CUDA_R_32F) == 0 &&
+      lt.descSet(call.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opB, sizeof(opB)) ==
+          0 &&
+      lt.descSet(call.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opA, sizeof(opA)) ==
+          0 &&
+      lt.layoutCreate(&call.bLayout, CUDA_R_32F, s.transB ? k : s.n,
+                      s.transB ? s.n : k, ldb) == 0 &&
+      lt.layoutCreate(&call.aLayout, CUDA_R_32F, s.transA ? s.m : k,
+                      s.transA ? k : s.m, lda) == 0 &&
+      lt.layoutCreate(&call.cLayout, CUDA_R_32F, s.n, s.m, s.ldc) == 0;
   if (ok && s.batch > 1) {
     int32_t count = static_cast<int32_t>(s.batch);
     auto batched = [&](cublasLtMatrixLayout_t l, int64_t stride) {
@@ -1089,14 +1123,16 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
       // At tf32 sgemm is not a candidate (it would be slower and more
       // precise); it stays the fallback when cuBLASLt refuses the shape.
       if (p != Precision::Tf32) {
-        sgemmMs = best = timeCandidate([&] { return runSgemm(s, a, b, c); });
+        sgemmMs = best = timeCandidate(
+            [&] { return runSgemm(s, 1.0f, a, b, c); });
         // Keep sgemm unless a candidate is clearly faster (timing noise).
         best *= 0.97f;
       }
       for (const auto &r : foundWhole) {
         GemmPlan trial = whole;
         trial.main = withAlgo(whole.main, r);
-        float ms = timeCandidate([&] { return runPlan(s, trial, t, a, b, c); });
+        float ms = timeCandidate(
+            [&] { return runPlan(s, trial, t, 1.0f, a, b, c); });
         if (ms < best) {
           best = ms;
           plan = trial;
@@ -1119,7 +1155,7 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
           for (const auto &r : f) {
             LtCall trial = withAlgo(base, r);
             float ms = timeCandidate(
-                [&] { return runLt(trial, *t, x, y, c, false); });
+                [&] { return runLt(trial, *t, 1.0f, x, y, c, false); });
             if (ms < bestMs) {
               bestMs = ms;
               chosen = trial;
@@ -1128,9 +1164,10 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
           return chosen;
         };
         GemmPlan trial = split;
-        trial.main = fastest(split.main, foundHi, sa + s.k, sb);
+        trial.main = fastest(split.main, foundHi, sa + hiOffsetA(s), sb);
         trial.rest = fastest(split.rest, foundRest, sa, sb);
-        splitMs = timeCandidate([&] { return runPlan(s, trial, t, a, b, c); });
+        splitMs = timeCandidate(
+            [&] { return runPlan(s, trial, t, 1.0f, a, b, c); });
         if (splitMs < best) {
           best = splitMs;
           plan = trial;
@@ -1160,7 +1197,8 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
   return plans().emplace(s, plan).first->second;
 }
 
-void gemm(const GemmShape &s, const float *a, const float *b, float *c) {
+void gemm(const GemmShape &s, float alpha, const float *a, const float *b,
+          float *c) {
   if (runFailed || !blasReady())
     return;
   auto aligned = [](const void *p) {
@@ -1169,7 +1207,7 @@ void gemm(const GemmShape &s, const float *a, const float *b, float *c) {
   GemmPlan plan = aligned(a) && aligned(b) && aligned(c) ? planFor(s, a, b)
                                                          : GemmPlan();
   LtThread *t = plan.kind != GemmPlan::Sgemm ? ltThread() : nullptr;
-  int rc = runPlan(s, plan, t, a, b, c);
+  int rc = runPlan(s, plan, t, alpha, a, b, c);
   if (rc != 0 && !runFailed) {
     lastError = std::string(t ? "cublasLtMatmul" : "cublasSgemm") +
                 " failed with status " + std::to_string(rc);
@@ -1177,29 +1215,58 @@ void gemm(const GemmShape &s, const float *a, const float *b, float *c) {
   }
 }
 
-} // namespace
-
-SHIM_HIDDEN void mcc_gpu_sgemm(float *, float *a, int64_t aOff, int64_t m,
-                               int64_t k, int64_t lda, int64_t, float *,
-                               float *b, int64_t bOff, int64_t, int64_t n,
-                               int64_t ldb, int64_t, float *, float *c,
-                               int64_t cOff, int64_t, int64_t, int64_t ldc,
-                               int64_t, float beta) {
-  gemm({m, n, k, lda, ldb, ldc, 1, 0, 0, 0, beta != 0.0f}, a + aOff, b + bOff,
-       c + cOff);
+/// A row-major (rows x cols) operand at strides (s0, s1) as cuBLAS takes
+/// it: untransposed at leading dimension s0 when its rows are contiguous,
+/// else transposed (stored cols x rows) at leading dimension s1. A single
+/// row or column takes the smallest leading dimension cuBLAS accepts.
+bool transposedOperand(int64_t rows, int64_t cols, int64_t s0, int64_t s1,
+                       int64_t &ld) {
+  if (s1 == 1 && (rows == 1 || s0 != 1 || cols == 1)) {
+    ld = rows == 1 ? std::max<int64_t>(s0, cols) : s0;
+    return false;
+  }
+  ld = cols == 1 ? std::max<int64_t>(s1, rows) : s1;
+  return true;
 }
 
-SHIM_HIDDEN void mcc_gpu_sgemm_batched(float *, float *a, int64_t aOff,
-                                       int64_t batch, int64_t m, int64_t k,
-                                       int64_t aBatch, int64_t lda, int64_t,
-                                       float *, float *b, int64_t bOff, int64_t,
-                                       int64_t, int64_t n, int64_t bBatch,
-                                       int64_t ldb, int64_t, float *, float *c,
-                                       int64_t cOff, int64_t, int64_t, int64_t,
-                                       int64_t cBatch, int64_t ldc, int64_t,
-                                       float beta) {
-  gemm({m, n, k, lda, ldb, ldc, batch, aBatch, bBatch, cBatch, beta != 0.0f},
+GemmShape gemmShape(int64_t batch, int64_t m, int64_t n, int64_t k,
+                    int64_t aS0, int64_t aS1, int64_t bS0, int64_t bS1,
+                    int64_t ldc, int64_t aBatch, int64_t bBatch,
+                    int64_t cBatch, float beta) {
+  GemmShape s{m, n, k, 0, 0, ldc, batch, aBatch, bBatch, cBatch,
+              beta != 0.0f};
+  s.transA = transposedOperand(m, k, aS0, aS1, s.lda);
+  s.transB = transposedOperand(k, n, bS0, bS1, s.ldb);
+  if (s.m == 1)
+    s.ldc = std::max<int64_t>(s.ldc, s.n);
+  return s;
+}
+
+} // namespace
+
+// The products the compiler calls (GpuLibraryCalls): C = alpha A B + beta C
+// over memref descriptors (allocated, aligned, offset, sizes, strides).
+SHIM_HIDDEN void mcc_gpu_sgemm(float *, float *a, int64_t aOff, int64_t m,
+                               int64_t k, int64_t aS0, int64_t aS1, float *,
+                               float *b, int64_t bOff, int64_t, int64_t n,
+                               int64_t bS0, int64_t bS1, float *, float *c,
+                               int64_t cOff, int64_t, int64_t, int64_t ldc,
+                               int64_t, float alpha, float beta) {
+  gemm(gemmShape(1, m, n, k, aS0, aS1, bS0, bS1, ldc, 0, 0, 0, beta), alpha,
        a + aOff, b + bOff, c + cOff);
+}
+
+SHIM_HIDDEN void
+mcc_gpu_sgemm_batched(float *, float *a, int64_t aOff, int64_t batch,
+                      int64_t m, int64_t k, int64_t aBatch, int64_t aS0,
+                      int64_t aS1, float *, float *b, int64_t bOff, int64_t,
+                      int64_t, int64_t n, int64_t bBatch, int64_t bS0,
+                      int64_t bS1, float *, float *c, int64_t cOff, int64_t,
+                      int64_t, int64_t, int64_t cBatch, int64_t ldc, int64_t,
+                      float alpha, float beta) {
+  gemm(gemmShape(batch, m, n, k, aS0, aS1, bS0, bS1, ldc, aBatch, bBatch,
+                 cBatch, beta),
+       alpha, a + aOff, b + bOff, c + cOff);
 }
 
 //===--- mcc run entry
