@@ -336,8 +336,19 @@ orderedUsers(Value root, Block *block) {
 
 /// True if `op` replaces all of `buffer` without reading it, or frees it.
 bool overwrites(Operation *op, Value buffer) {
-  if (auto copy = matchPermutedCopy(op))
-    return copy->op.getDpsInits()[0] == buffer;
+  if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+    if (generic.getNumDpsInits() != 1 ||
+        generic.getDpsInits()[0] != buffer ||
+        generic.getNumReductionLoops() != 0 ||
+        !generic.getMatchingIndexingMap(generic.getDpsInitOperand(0))
+             .isPermutation() ||
+        generic.payloadUsesValueFromOperand(generic.getDpsInitOperand(0)))
+      return false;
+    for (Value in : generic.getDpsInputs())
+      if (rootOf(in) == buffer)
+        return false;
+    return true;
+  }
   if (auto copy = dyn_cast<memref::CopyOp>(op))
     return copy.getTarget() == buffer;
   if (auto fill = dyn_cast<linalg::FillOp>(op))
@@ -409,7 +420,8 @@ foldPermutedInput(OpBuilder &b, linalg::LinalgOp product, Value operand) {
 /// between the two) through a strided view (returned, with the copy's
 /// scale) and the copy goes.
 std::optional<std::pair<Value, double>>
-foldPermutedOutput(OpBuilder &b, linalg::LinalgOp product, Value output) {
+foldPermutedOutput(OpBuilder &b, linalg::LinalgOp product, Value output,
+                   bool scaleAllowed) {
   memref::AllocOp alloc;
   FailureOr<SmallVector<Operation *>> chain = reshapesFromAlloc(output, alloc);
   if (failed(chain))
@@ -424,6 +436,7 @@ foldPermutedOutput(OpBuilder &b, linalg::LinalgOp product, Value output) {
   auto [next, copied] = (*users)[*at + 1];
   std::optional<PermutedCopy> copy = matchPermutedCopy(next);
   if (!copy || copy->op.getDpsInputs()[0] != copied ||
+      (!scaleAllowed && copy->scale != 1.0) ||
       copy->op.getDpsInits()[0] == copied ||
       (*at + 2 < users->size() &&
        !overwrites((*users)[*at + 2].first, alloc.getResult())))
@@ -467,6 +480,112 @@ foldPermutedOutput(OpBuilder &b, linalg::LinalgOp product, Value output) {
   return std::make_pair(folded, scale);
 }
 
+/// A Linear layer's bias: `product`'s output R (overwritten, a whole
+/// buffer) whose next use is a generic that adds a vector along R's
+/// columns as the first thing it does with each element of R, and nothing
+/// reads R after it before R is overwritten. The add moves into the
+/// product (cuBLASLt's bias epilogue) and the generic reads R as it then
+/// is; returns the vector (1-D, unit stride), or null. For the bias of
+/// attention's Q, K and V, this leaves the head transposes as plain
+/// permuted copies, which then fold into the products' strides.
+Value absorbBias(RewriterBase &rw, linalg::MatmulOp product, Value output) {
+  auto alloc = output.getDefiningOp<memref::AllocOp>();
+  if (!alloc || !alloc.getType().hasStaticShape() ||
+      !alloc.getType().getLayout().isIdentity())
+    return {};
+  Block *block = product->getBlock();
+  auto users = orderedUsers(alloc.getResult(), block);
+  if (failed(users))
+    return {};
+  std::optional<size_t> at = onlyPosition(*users, product);
+  if (!at || *at + 1 >= users->size())
+    return {};
+  auto [next, view] = (*users)[*at + 1];
+  auto generic = dyn_cast<linalg::GenericOp>(next);
+  if (!generic || !generic.hasPureBufferSemantics() ||
+      generic.getNumReductionLoops() != 0 || !onlyPosition(*users, generic) ||
+      (*at + 2 < users->size() &&
+       !overwrites((*users)[*at + 2].first, alloc.getResult())))
+    return {};
+  // R's columns among the dimensions of the generic's view of it.
+  SmallVector<int64_t> columnDims = {1};
+  if (view != alloc.getResult()) {
+    auto expand = view.getDefiningOp<memref::ExpandShapeOp>();
+    if (!expand || expand.getSrc() != alloc.getResult())
+      return {};
+    columnDims = llvm::to_vector(expand.getReassociationIndices()[1]);
+  }
+  OpOperand *rOperand = nullptr;
+  for (OpOperand *in : generic.getDpsInputOperands())
+    if (in->get() == view)
+      rOperand = in;
+  if (!rOperand)
+    return {};
+  auto viewShape = cast<MemRefType>(view.getType()).getShape();
+  AffineMap rMap = generic.getMatchingIndexingMap(rOperand);
+  Block &body = generic.getRegion().front();
+  BlockArgument rArg = body.getArgument(rOperand->getOperandNumber());
+  if (!rArg.hasOneUse())
+    return {};
+  auto add = dyn_cast<arith::AddFOp>(*rArg.getUsers().begin());
+  if (!add)
+    return {};
+  Value other = add.getLhs() == rArg ? add.getRhs() : add.getLhs();
+  auto biasArg = dyn_cast<BlockArgument>(other);
+  if (!biasArg || biasArg.getOwner() != &body || !biasArg.hasOneUse() ||
+      biasArg.getArgNumber() >= generic.getNumDpsInputs())
+    return {};
+  OpOperand *biasOperand = generic.getDpsInputOperand(biasArg.getArgNumber());
+  Value bias = biasOperand->get();
+  // The vector, maybe expanded into the shape of R's column dimensions,
+  // read at the same indices as those dimensions of R.
+  auto biasType = cast<MemRefType>(bias.getType());
+  AffineMap biasMap = generic.getMatchingIndexingMap(biasOperand);
+  if (biasType.getRank() != static_cast<int64_t>(columnDims.size()) ||
+      biasMap.getNumResults() != columnDims.size())
+    return {};
+  for (auto [i, d] : llvm::enumerate(columnDims))
+    if (biasType.getDimSize(i) != viewShape[d] ||
+        biasMap.getResult(i) != rMap.getResult(d))
+      return {};
+  Value vector = bias;
+  if (biasType.getRank() != 1) {
+    auto expand = bias.getDefiningOp<memref::ExpandShapeOp>();
+    if (!expand)
+      return {};
+    vector = expand.getSrc();
+  }
+  auto vectorType = cast<MemRefType>(vector.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (vectorType.getRank() != 1 || !vectorType.getElementType().isF32() ||
+      failed(vectorType.getStridesAndOffset(strides, offset)) ||
+      strides[0] != 1 || viewsGlobal(vector) ||
+      !vector.getParentRegion()->isAncestor(product->getParentRegion()))
+    return {};
+  // The generic without the add and without the vector.
+  rw.replaceAllUsesWith(add.getResult(), rArg);
+  rw.eraseOp(add);
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (OpOperand *in : generic.getDpsInputOperands())
+    if (in != biasOperand) {
+      inputs.push_back(in->get());
+      maps.push_back(generic.getMatchingIndexingMap(in));
+    }
+  for (OpOperand &out : generic.getDpsInitsMutable())
+    maps.push_back(generic.getMatchingIndexingMap(&out));
+  rw.setInsertionPoint(generic);
+  auto rebuilt = linalg::GenericOp::create(
+      rw, generic.getLoc(), TypeRange{}, inputs, generic.getDpsInits(), maps,
+      generic.getIteratorTypesArray());
+  rebuilt.getRegion().takeBody(generic.getRegion());
+  rebuilt.getRegion().front().eraseArgument(biasArg.getArgNumber());
+  rw.eraseOp(generic);
+  rw.setInsertionPoint(product);
+  return vector;
+}
+
 struct GpuLibraryCallsPass
     : mcc::impl::GpuLibraryCallsBase<GpuLibraryCallsPass> {
   using Base::Base;
@@ -491,22 +610,25 @@ struct GpuLibraryCallsPass
       products.push_back(op);
     });
     OpBuilder builder(ctx);
-    auto declare = [&](StringRef name, int64_t rank) {
+    auto declare = [&](StringRef name, int64_t rank, bool withBias = false) {
       if (module.lookupSymbol<func::FuncOp>(name))
         return;
       builder.setInsertionPointToStart(module.getBody());
       MemRefType t = dynamicStrided(ctx, rank);
-      // A, B, C, alpha and beta: C = alpha A B + beta C.
-      auto fn = func::FuncOp::create(
-          builder, module.getLoc(), name,
-          builder.getFunctionType(
-              {t, t, t, builder.getF32Type(), builder.getF32Type()}, {}));
+      // A, B, C[, bias], alpha and beta: C = alpha A B + beta C (+ bias
+      // along C's rows).
+      SmallVector<Type> args = {t, t, t};
+      if (withBias)
+        args.push_back(dynamicStrided(ctx, 1));
+      args.append({builder.getF32Type(), builder.getF32Type()});
+      auto fn = func::FuncOp::create(builder, module.getLoc(), name,
+                                     builder.getFunctionType(args, {}));
       fn.setPrivate();
     };
     IRRewriter rewriter(ctx);
     for (linalg::LinalgOp op : products) {
       bool batched = isa<linalg::BatchMatmulOp>(op);
-      StringRef name = batched ? "mcc_gpu_sgemm_batched" : "mcc_gpu_sgemm";
+      std::string name = batched ? "mcc_gpu_sgemm_batched" : "mcc_gpu_sgemm";
       int64_t rank = batched ? 3 : 2;
       declare(name, rank);
       rewriter.setInsertionPoint(op);
@@ -521,21 +643,39 @@ struct GpuLibraryCallsPass
       }
       SmallVector<Value> operands(op->getOperands());
       double alpha = 1.0;
+      Value bias;
+      if (fuseBias && beta == 0.0f)
+        if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
+            matmul && !matmul.hasUserDefinedMaps())
+          bias = absorbBias(rewriter, matmul, operands[2]);
       if (foldTransposes) {
         for (Value &v : MutableArrayRef<Value>(operands).take_front(2))
           if (auto folded = foldPermutedInput(rewriter, op, v)) {
             v = folded->first;
             alpha *= folded->second;
           }
+        // Not a scaling copy after a bias: alpha would scale A B alone.
         if (beta == 0.0f)
-          if (auto folded = foldPermutedOutput(rewriter, op, operands[2])) {
+          if (auto folded = foldPermutedOutput(rewriter, op, operands[2],
+                                               /*scaleAllowed=*/!bias)) {
             operands[2] = folded->first;
             alpha *= folded->second;
           }
       }
+      if (bias) {
+        name = "mcc_gpu_sgemm_bias";
+        declare(name, rank, /*withBias=*/true);
+        operands.push_back(bias);
+      }
       SmallVector<Value> args;
       for (Value v : operands) {
-        if (batched && cast<MemRefType>(v.getType()).getRank() == 2)
+        int64_t vRank = cast<MemRefType>(v.getType()).getRank();
+        if (vRank == 1) { // the bias
+          args.push_back(memref::CastOp::create(rewriter, op.getLoc(),
+                                                dynamicStrided(ctx, 1), v));
+          continue;
+        }
+        if (batched && vRank == 2)
           v = broadcastView(rewriter, op.getLoc(), v,
                             memref::getMixedSize(rewriter, op.getLoc(),
                                                  op.getDpsInits()[0], 0));

@@ -5,6 +5,7 @@
 #keys = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>
 
 // f32 products on unit-stride rows become cuBLAS calls through the shim.
+// CHECK: func.func private @mcc_gpu_sgemm_bias(memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?xf32, strided<[?], offset: ?>>, f32, f32)
 // CHECK: func.func private @mcc_gpu_sgemm_batched(memref<?x?x?xf32, strided<[?, ?, ?], offset: ?>>, {{.*}}, f32, f32)
 // CHECK: func.func private @mcc_gpu_sgemm(memref<?x?xf32, strided<[?, ?], offset: ?>>, {{.*}}, f32, f32)
 // CHECK-LABEL: func.func @products
@@ -262,5 +263,89 @@ func.func @buffer_reused_by_layers(%x: memref<1x8x2x8xf32>, %y: memref<1x8x2x8xf
   }
   linalg.batch_matmul ins(%a3, %v : memref<2x8x8xf32>, memref<2x8x8xf32>) outs(%d : memref<2x8x8xf32>)
   memref.dealloc %a : memref<1x2x8x8xf32>
+  return
+}
+
+// A Linear layer's bias: the add moves into the product (cuBLASLt's bias
+// epilogue), and the copy left of the generic goes too: the product writes
+// the generic's buffer.
+// CHECK-LABEL: func.func @linear_bias
+// CHECK-NOT: linalg.generic
+// CHECK: %[[BASE:[a-z0-9_]+]], %{{.*}} = memref.extract_strided_metadata %[[OUT:[a-z0-9_]+]]
+// CHECK: %[[VIEW:.*]] = memref.reinterpret_cast %[[BASE]]
+// CHECK: %[[C:.*]] = memref.cast %[[VIEW]]
+// CHECK: %[[BIAS:.*]] = memref.cast %arg2 : memref<16xf32> to memref<?xf32, strided<[?], offset: ?>>
+// CHECK: call @mcc_gpu_sgemm_bias(%{{.*}}, %{{.*}}, %[[C]], %[[BIAS]],
+// CHECK-NOT: linalg.generic
+// CHECK: memref.copy %[[OUT]], %arg3
+// NOFOLD-LABEL: func.func @linear_bias
+// NOFOLD: call @mcc_gpu_sgemm_bias
+// NOFOLD: linalg.generic
+func.func @linear_bias(%a: memref<4x8xf32>, %w: memref<8x16xf32>, %b: memref<16xf32>, %out: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %r = memref.alloc() : memref<4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%r : memref<4x16xf32>)
+  linalg.matmul ins(%a, %w : memref<4x8xf32>, memref<8x16xf32>) outs(%r : memref<4x16xf32>)
+  %y = memref.alloc() : memref<4x16xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%r, %b : memref<4x16xf32>, memref<16xf32>) outs(%y : memref<4x16xf32>) {
+  ^bb0(%x: f32, %bias: f32, %o: f32):
+    %s = arith.addf %x, %bias : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %y, %out : memref<4x16xf32> to memref<4x16xf32>
+  return
+}
+
+// BERT's Q projection: bias, head split, transpose and scale in one
+// generic. The bias moves into the projection, whose output the generic
+// then only transposes and scales; that copy folds into Q K^T (alpha 0.5,
+// not into the projection: alpha there would not scale the bias).
+// CHECK-LABEL: func.func @query_bias_heads
+// CHECK: call @mcc_gpu_sgemm_bias(
+// CHECK-NOT: linalg.generic
+// CHECK: %[[HALF:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK: call @mcc_gpu_sgemm_batched(%{{.*}}, %{{.*}}, %{{.*}}, %[[HALF]],
+func.func @query_bias_heads(%x: memref<8x16xf32>, %w: memref<16x16xf32>, %b: memref<16xf32>,
+                            %k: memref<2x8x8xf32>, %s: memref<2x8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %r = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%r : memref<8x16xf32>)
+  linalg.matmul ins(%x, %w : memref<8x16xf32>, memref<16x16xf32>) outs(%r : memref<8x16xf32>)
+  %b2 = memref.expand_shape %b [[0, 1]] output_shape [2, 8] : memref<16xf32> into memref<2x8xf32>
+  %r4 = memref.expand_shape %r [[0, 1], [2, 3]] output_shape [1, 8, 2, 8] : memref<8x16xf32> into memref<1x8x2x8xf32>
+  %q = memref.alloc() : memref<1x2x8x8xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d3)>, #heads, #id],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%b2, %r4 : memref<2x8xf32>, memref<1x8x2x8xf32>) outs(%q : memref<1x2x8x8xf32>) {
+  ^bb0(%bias: f32, %y: f32, %o: f32):
+    %a = arith.addf %bias, %y : f32
+    %m = arith.mulf %a, %half : f32
+    linalg.yield %m : f32
+  }
+  %q3 = memref.collapse_shape %q [[0, 1], [2], [3]] : memref<1x2x8x8xf32> into memref<2x8x8xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<2x8x8xf32>)
+  linalg.batch_matmul ins(%q3, %k : memref<2x8x8xf32>, memref<2x8x8xf32>) outs(%s : memref<2x8x8xf32>)
+  return
+}
+
+// Not a vector along the rows (indexed by m): no epilogue adds that.
+// CHECK-LABEL: func.func @row_vector_kept
+// CHECK: call @mcc_gpu_sgemm(
+// CHECK: linalg.generic
+func.func @row_vector_kept(%a: memref<4x8xf32>, %w: memref<8x4xf32>, %b: memref<4xf32>, %y: memref<4x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %r = memref.alloc() : memref<4x4xf32>
+  linalg.fill ins(%zero : f32) outs(%r : memref<4x4xf32>)
+  linalg.matmul ins(%a, %w : memref<4x8xf32>, memref<8x4xf32>) outs(%r : memref<4x4xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%r, %b : memref<4x4xf32>, memref<4xf32>) outs(%y : memref<4x4xf32>) {
+  ^bb0(%x: f32, %bias: f32, %o: f32):
+    %s = arith.addf %x, %bias : f32
+    linalg.yield %s : f32
+  }
   return
 }

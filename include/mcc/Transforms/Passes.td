@@ -176,10 +176,17 @@ def GpuLibraryCalls : Pass<"mcc-gpu-library-calls", "mlir::ModuleOp"> {
     output, is folded away: the product reads the copy's source, or writes
     the copy's target, through a strided view, and the constant becomes
     alpha. This removes attention's head transposes (Q, K^T, the context).
+
+    A bias vector added along the columns of a product's overwritten output,
+    as the first step of the generic that alone reads it, moves into the
+    product (mcc_gpu_sgemm_bias: cuBLASLt's bias epilogue); what is left of
+    the generic is often a plain or permuted copy that then folds away.
   }];
   let options = [
     Option<"foldTransposes", "fold-transposes", "bool", /*default=*/"true",
            "Fold permuted copies around products into their strides">,
+    Option<"fuseBias", "fuse-bias", "bool", /*default=*/"true",
+           "Move bias additions after products into the products">,
   ];
   let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect", "mlir::memref::MemRefDialect"];
 }

@@ -594,11 +594,15 @@ struct GemmShape {
   int64_t m, n, k, lda, ldb, ldc, batch, aBatch, bBatch, cBatch;
   bool accumulate;
   bool transA = false, transB = false;
+  /// C += a bias vector along its rows (C[i, j] += bias[j]) after the
+  /// product: cuBLASLt's bias epilogue, or a kernel after sgemm.
+  bool bias = false;
   bool operator<(const GemmShape &o) const {
     return std::tie(m, n, k, lda, ldb, ldc, batch, aBatch, bBatch, cBatch,
-                    accumulate, transA, transB) <
+                    accumulate, transA, transB, bias) <
            std::tie(o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.batch, o.aBatch,
-                    o.bBatch, o.cBatch, o.accumulate, o.transA, o.transB);
+                    o.bBatch, o.cBatch, o.accumulate, o.transA, o.transB,
+                    o.bias);
   }
 };
 
@@ -612,6 +616,8 @@ struct LtCall {
                          cLayout = nullptr;
   cublasLtMatmulAlgo_t algo{};
   size_t workspace = 0;
+  /// With the bias epilogue: the bias pointer is set on `desc` per call.
+  bool bias = false;
 };
 
 struct GemmPlan {
@@ -690,18 +696,38 @@ extern "C" __attribute__((visibility("hidden"))) const char
 
 namespace {
 
-CUfunction splitKernel() {
-  static CUfunction fn = [] {
-    CUmodule module = nullptr;
-    CUfunction f = nullptr;
-    if (driver.cuModuleLoadData(&module, mcc_tf32x3_split_fatbin) !=
-            CUDA_SUCCESS ||
-        driver.cuModuleGetFunction(&f, module, "mcc_tf32x3_split") !=
-            CUDA_SUCCESS)
-      return static_cast<CUfunction>(nullptr);
-    return f;
+/// A kernel of the shim's fatbin, loaded on first use (null if it cannot).
+CUfunction shimKernel(const char *name) {
+  static CUmodule module = [] {
+    CUmodule m = nullptr;
+    return driver.cuModuleLoadData(&m, mcc_tf32x3_split_fatbin) ==
+                   CUDA_SUCCESS
+               ? m
+               : nullptr;
   }();
+  CUfunction f = nullptr;
+  if (!module || driver.cuModuleGetFunction(&f, module, name) != CUDA_SUCCESS)
+    return nullptr;
+  return f;
+}
+
+CUfunction splitKernel() {
+  static CUfunction fn = shimKernel("mcc_tf32x3_split");
   return fn;
+}
+
+/// C[r, :] += bias for every row of a product's m x n output.
+int launchAddBias(int64_t m, int64_t n, int64_t ldc, float *c,
+                  const float *bias) {
+  static CUfunction fn = shimKernel("mcc_add_bias_rows");
+  if (!fn)
+    return -1;
+  void *params[] = {&c, &n, &ldc, &bias};
+  unsigned threads = n >= 256 ? 256 : unsigned((n + 31) / 32 * 32);
+  return driver.cuLaunchKernel(fn, unsigned(m), 1, 1, threads, 1, 1, 0,
+                               runStream, params, nullptr) == CUDA_SUCCESS
+             ? 0
+             : -1;
 }
 
 /// The device weights of the run in progress: operands inside them are
@@ -815,23 +841,42 @@ int splitOperand(const SplitOperand &o, CUdeviceptr &out, bool &temporary) {
 //-----------------------------------------------------===//
 
 int runSgemm(const GemmShape &s, float alpha, const float *a, const float *b,
-             float *c) {
+             float *c, const float *bias) {
   BlasHandle h = blasHandle();
   if (!h)
     return -1;
   const float beta = s.accumulate ? 1.0f : 0.0f;
   const int opB = s.transB ? 1 : 0, opA = s.transA ? 1 : 0; // CUBLAS_OP_T: 1
-  if (s.batch == 1)
-    return theBlas().sgemm(h, opB, opA, s.n, s.m, s.k, &alpha, b, s.ldb, a,
-                           s.lda, &beta, c, s.ldc);
-  return theBlas().sgemmStridedBatched(h, opB, opA, s.n, s.m, s.k, &alpha, b,
-                                       s.ldb, s.bBatch, a, s.lda, s.aBatch,
-                                       &beta, c, s.ldc, s.cBatch, s.batch);
+  int rc =
+      s.batch == 1
+          ? theBlas().sgemm(h, opB, opA, s.n, s.m, s.k, &alpha, b, s.ldb, a,
+                            s.lda, &beta, c, s.ldc)
+          : theBlas().sgemmStridedBatched(h, opB, opA, s.n, s.m, s.k, &alpha,
+                                          b, s.ldb, s.bBatch, a, s.lda,
+                                          s.aBatch, &beta, c, s.ldc, s.cBatch,
+                                          s.batch);
+  if (rc == 0 && s.bias)
+    rc = launchAddBias(s.m, s.n, s.ldc, c, bias);
+  return rc;
+}
+
+/// Guards the bias pointer of a shared descriptor from its set to its use.
+std::mutex &biasMutex() {
+  static std::mutex m;
+  return m;
 }
 
 int runLt(const LtCall &call, LtThread &t, float alpha, const float *a,
-          const float *b, float *c, bool accumulate) {
+          const float *b, float *c, bool accumulate,
+          const float *bias = nullptr) {
   const float beta = accumulate ? 1.0f : 0.0f;
+  std::unique_lock<std::mutex> lock(biasMutex(), std::defer_lock);
+  if (call.bias) {
+    lock.lock();
+    if (theBlasLt().descSet(call.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                            &bias, sizeof(bias)) != CUBLAS_STATUS_SUCCESS)
+      return -1;
+  }
   return theBlasLt().matmul(
       t.handle, call.desc, &alpha, b, call.bLayout, a, call.aLayout, &beta, c,
       call.cLayout, c, call.cLayout, &call.algo,
@@ -846,24 +891,25 @@ int runLt(const LtCall &call, LtThread &t, float alpha, const float *a,
 /// and the dominant term summed alone over k (not 3k) keeps bert-base b16
 /// within 1e-4.
 int runSplitProducts(const GemmShape &s, const GemmPlan &p, LtThread &t,
-                     float alpha, CUdeviceptr a3, CUdeviceptr b3, float *c) {
+                     float alpha, CUdeviceptr a3, CUdeviceptr b3, float *c,
+                     const float *bias) {
   auto *a = reinterpret_cast<const float *>(a3);
   auto *b = reinterpret_cast<const float *>(b3);
   int rc = runLt(p.rest, t, alpha, a, b, c, s.accumulate);
   return rc ? rc
             : runLt(p.main, t, alpha, a + hiOffsetA(s), b, c,
-                    /*accumulate=*/true);
+                    /*accumulate=*/true, bias);
 }
 
 int runSplit(const GemmShape &s, const GemmPlan &p, LtThread &t, float alpha,
-             const float *a, const float *b, float *c) {
+             const float *a, const float *b, float *c, const float *bias) {
   CUdeviceptr a3 = 0, b3 = 0;
   bool aTemp = false, bTemp = false;
   int rc = splitOperand(splitA(s, a), a3, aTemp);
   if (rc == 0)
     rc = splitOperand(splitB(s, b), b3, bTemp);
   if (rc == 0)
-    rc = runSplitProducts(s, p, t, alpha, a3, b3, c);
+    rc = runSplitProducts(s, p, t, alpha, a3, b3, c, bias);
   if (aTemp)
     driver.cuMemFreeAsync(a3, runStream);
   if (bTemp)
@@ -872,12 +918,12 @@ int runSplit(const GemmShape &s, const GemmPlan &p, LtThread &t, float alpha,
 }
 
 int runPlan(const GemmShape &s, const GemmPlan &p, LtThread *t, float alpha,
-            const float *a, const float *b, float *c) {
+            const float *a, const float *b, float *c, const float *bias) {
   if (p.kind == GemmPlan::Sgemm || !t)
-    return runSgemm(s, alpha, a, b, c);
+    return runSgemm(s, alpha, a, b, c, bias);
   if (p.kind == GemmPlan::Split)
-    return runSplit(s, p, *t, alpha, a, b, c);
-  return runLt(p.main, *t, alpha, a, b, c, s.accumulate);
+    return runSplit(s, p, *t, alpha, a, b, c, bias);
+  return runLt(p.main, *t, alpha, a, b, c, s.accumulate, bias);
 }
 
 /// A candidate's time per call in milliseconds (infinity if it fails),
@@ -1005,6 +1051,13 @@ bool ltProblem(const GemmShape &s, LtThread &t, cublasComputeType_t compute,
       lt.layoutCreate(&call.aLayout, CUDA_R_32F, s.transA ? s.m : k,
                       s.transA ? k : s.m, lda) == 0 &&
       lt.layoutCreate(&call.cLayout, CUDA_R_32F, s.n, s.m, s.ldc) == 0;
+  // The bias goes with the product that runs last (the split's hi part).
+  if (ok && s.bias && part != Part::Rest) {
+    uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    ok = lt.descSet(call.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                    sizeof(epilogue)) == 0;
+    call.bias = true;
+  }
   if (ok && s.batch > 1) {
     int32_t count = static_cast<int32_t>(s.batch);
     auto batched = [&](cublasLtMatrixLayout_t l, int64_t stride) {
@@ -1074,7 +1127,8 @@ const char *kindName(GemmPlan::Kind k) {
 /// Every candidate meets the model's precision: at fp32, sgemm and
 /// cuBLASLt's fp32 algorithms; at tf32x3 also the split TF32 products; at
 /// tf32, cuBLASLt's TF32 algorithms only.
-GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
+GemmPlan planFor(const GemmShape &s, const float *a, const float *b,
+                 const float *bias) {
   {
     std::lock_guard<std::mutex> lock(plansMutex());
     auto it = plans().find(s);
@@ -1124,7 +1178,7 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
       // precise); it stays the fallback when cuBLASLt refuses the shape.
       if (p != Precision::Tf32) {
         sgemmMs = best = timeCandidate(
-            [&] { return runSgemm(s, 1.0f, a, b, c); });
+            [&] { return runSgemm(s, 1.0f, a, b, c, bias); });
         // Keep sgemm unless a candidate is clearly faster (timing noise).
         best *= 0.97f;
       }
@@ -1132,7 +1186,7 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
         GemmPlan trial = whole;
         trial.main = withAlgo(whole.main, r);
         float ms = timeCandidate(
-            [&] { return runPlan(s, trial, t, 1.0f, a, b, c); });
+            [&] { return runPlan(s, trial, t, 1.0f, a, b, c, bias); });
         if (ms < best) {
           best = ms;
           plan = trial;
@@ -1155,7 +1209,7 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
           for (const auto &r : f) {
             LtCall trial = withAlgo(base, r);
             float ms = timeCandidate(
-                [&] { return runLt(trial, *t, 1.0f, x, y, c, false); });
+                [&] { return runLt(trial, *t, 1.0f, x, y, c, false, bias); });
             if (ms < bestMs) {
               bestMs = ms;
               chosen = trial;
@@ -1167,7 +1221,7 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
         trial.main = fastest(split.main, foundHi, sa + hiOffsetA(s), sb);
         trial.rest = fastest(split.rest, foundRest, sa, sb);
         splitMs = timeCandidate(
-            [&] { return runPlan(s, trial, t, 1.0f, a, b, c); });
+            [&] { return runPlan(s, trial, t, 1.0f, a, b, c, bias); });
         if (splitMs < best) {
           best = splitMs;
           plan = trial;
@@ -1198,16 +1252,18 @@ GemmPlan planFor(const GemmShape &s, const float *a, const float *b) {
 }
 
 void gemm(const GemmShape &s, float alpha, const float *a, const float *b,
-          float *c) {
+          float *c, const float *bias = nullptr) {
   if (runFailed || !blasReady())
     return;
   auto aligned = [](const void *p) {
     return reinterpret_cast<uintptr_t>(p) % 16 == 0;
   };
-  GemmPlan plan = aligned(a) && aligned(b) && aligned(c) ? planFor(s, a, b)
-                                                         : GemmPlan();
+  GemmPlan plan = aligned(a) && aligned(b) && aligned(c) &&
+                          (!bias || aligned(bias))
+                      ? planFor(s, a, b, bias)
+                      : GemmPlan();
   LtThread *t = plan.kind != GemmPlan::Sgemm ? ltThread() : nullptr;
-  int rc = runPlan(s, plan, t, alpha, a, b, c);
+  int rc = runPlan(s, plan, t, alpha, a, b, c, bias);
   if (rc != 0 && !runFailed) {
     lastError = std::string(t ? "cublasLtMatmul" : "cublasSgemm") +
                 " failed with status " + std::to_string(rc);
@@ -1254,6 +1310,20 @@ SHIM_HIDDEN void mcc_gpu_sgemm(float *, float *a, int64_t aOff, int64_t m,
                                int64_t, float alpha, float beta) {
   gemm(gemmShape(1, m, n, k, aS0, aS1, bS0, bS1, ldc, 0, 0, 0, beta), alpha,
        a + aOff, b + bOff, c + cOff);
+}
+
+/// C = alpha A B + beta C, then C[i, j] += bias[j] (a Linear layer's bias).
+SHIM_HIDDEN void mcc_gpu_sgemm_bias(float *, float *a, int64_t aOff, int64_t m,
+                                    int64_t k, int64_t aS0, int64_t aS1,
+                                    float *, float *b, int64_t bOff, int64_t,
+                                    int64_t n, int64_t bS0, int64_t bS1,
+                                    float *, float *c, int64_t cOff, int64_t,
+                                    int64_t, int64_t ldc, int64_t, float *,
+                                    float *bias, int64_t biasOff, int64_t,
+                                    int64_t, float alpha, float beta) {
+  GemmShape s = gemmShape(1, m, n, k, aS0, aS1, bS0, bS1, ldc, 0, 0, 0, beta);
+  s.bias = true;
+  gemm(s, alpha, a + aOff, b + bOff, c + cOff, bias + biasOff);
 }
 
 SHIM_HIDDEN void

@@ -13,8 +13,10 @@
 // so the result stays within fp32 tolerances at tensor-core speed
 // (docs/design/0012-tf32x3-precision.md).
 //
-// This kernel writes the two parts of one operand. The CUDA runtime shim
-// embeds it as a fatbin (built by nvcc) and launches it through the driver.
+// mcc_tf32x3_split writes the two parts of one operand. The CUDA runtime
+// shim embeds this file as a fatbin (built by nvcc) and launches its kernels
+// through the driver; mcc_add_bias_rows, the bias of a product that plain
+// sgemm runs, lives here too, as the shim's other hand-written kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,4 +51,15 @@ mcc_tf32x3_split(const float *__restrict__ src, int64_t rows, int64_t cols,
     out[c + hi] = high;
     out[c + lo] = low;
   }
+}
+
+/// C[r, c] += bias[c] over an m x n row-major C at leading dimension ldc:
+/// a product's bias when plain sgemm (which has no epilogue) runs it. One
+/// block per row.
+extern "C" __global__ void mcc_add_bias_rows(float *__restrict__ c, int64_t n,
+                                             int64_t ldc,
+                                             const float *__restrict__ bias) {
+  float *row = c + blockIdx.x * ldc;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+    row[j] += bias[j];
 }
