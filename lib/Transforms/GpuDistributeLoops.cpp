@@ -153,6 +153,93 @@ std::optional<int64_t> foldedProduct(Value v) {
   return *l * *r;
 }
 
+/// True if `par`'s body is loads, pure ops and one store (returned, with
+/// the other ops in `body`), where a load of the stored buffer reads the
+/// stored element itself: then moving loads of one element above the store
+/// of another changes nothing.
+bool loadsThenOneStore(scf::ParallelOp par, memref::StoreOp &store,
+                       SmallVector<Operation *> &body) {
+  for (Operation &op : par.getBody()->without_terminator()) {
+    if (op.getNumRegions() != 0)
+      return false;
+    if (auto s = dyn_cast<memref::StoreOp>(op)) {
+      if (store)
+        return false;
+      store = s;
+      continue;
+    }
+    if (!isa<memref::LoadOp>(op) && !isMemoryEffectFree(&op))
+      return false;
+    body.push_back(&op);
+  }
+  if (!store)
+    return false;
+  Value stored = rootBuffer(store.getMemRef());
+  for (Operation *op : body)
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      if (rootBuffer(load.getMemRef()) == stored &&
+          !llvm::equal(load.getIndices(), store.getIndices()))
+        return false;
+  return true;
+}
+
+/// A nest of two or more dimensions from 0 with step 1 whose innermost
+/// dimension has a static extent E that `factor` divides gets `factor`
+/// elements per thread that differ in that index alone: j, j + E/factor,
+/// j + 2E/factor, ... (loads first, then stores, as in coarsen). The index
+/// arithmetic that turns a thread id into the outer indices then runs once
+/// per thread, not once per element: spread over the elements, those
+/// div/rem chains made resnet50's im2col copies ALU-bound.
+scf::ParallelOp coarsenInnermost(RewriterBase &rewriter, scf::ParallelOp par,
+                                 int64_t factor, int64_t minIterations) {
+  unsigned rank = par.getNumLoops();
+  if (factor < 2 || rank < 2 || par.getNumReductions() != 0)
+    return {};
+  int64_t total = 1;
+  for (unsigned d = 0; d < rank; ++d) {
+    std::optional<int64_t> n = getConstantIntValue(par.getUpperBound()[d]);
+    if (!n || !matchPattern(par.getLowerBound()[d], m_Zero()) ||
+        !matchPattern(par.getStep()[d], m_One()))
+      return {};
+    total *= *n;
+  }
+  int64_t extent = *getConstantIntValue(par.getUpperBound()[rank - 1]);
+  if (extent % factor != 0 || total < minIterations)
+    return {};
+  memref::StoreOp store;
+  SmallVector<Operation *> body;
+  if (!loadsThenOneStore(par, store, body))
+    return {};
+  Location loc = par.getLoc();
+  int64_t part = extent / factor;
+  rewriter.setInsertionPoint(par);
+  SmallVector<Value> upper(par.getUpperBound());
+  upper.back() = arith::ConstantIndexOp::create(rewriter, loc, part);
+  auto coarse = scf::ParallelOp::create(
+      rewriter, loc, par.getLowerBound(), upper, par.getStep(),
+      [&](OpBuilder &b, Location, ValueRange ivs) {
+        SmallVector<IRMapping> mappings(factor);
+        for (int64_t u = 0; u < factor; ++u) {
+          IRMapping &mapping = mappings[u];
+          for (unsigned d = 0; d + 1 < rank; ++d)
+            mapping.map(par.getInductionVars()[d], ivs[d]);
+          Value inner =
+              u == 0 ? ivs.back()
+                     : arith::AddIOp::create(
+                           b, loc, ivs.back(),
+                           arith::ConstantIndexOp::create(b, loc, u * part))
+                           .getResult();
+          mapping.map(par.getInductionVars().back(), inner);
+          for (Operation *op : body)
+            b.clone(*op, mapping);
+        }
+        for (IRMapping &mapping : mappings)
+          b.clone(*store, mapping);
+      });
+  rewriter.eraseOp(par);
+  return coarse;
+}
+
 /// A one-dimensional nest from 0 to a static N with step 1 gets `factor`
 /// elements per thread, t, t + T, t + 2T, ... (T = ceil(N / factor)): all
 /// loads of all of them first, then the stores. A thread with a single
@@ -172,27 +259,8 @@ scf::ParallelOp coarsen(RewriterBase &rewriter, scf::ParallelOp par,
     return par;
   memref::StoreOp store;
   SmallVector<Operation *> body;
-  for (Operation &op : par.getBody()->without_terminator()) {
-    if (op.getNumRegions() != 0)
-      return par;
-    if (auto s = dyn_cast<memref::StoreOp>(op)) {
-      if (store)
-        return par;
-      store = s;
-      continue;
-    }
-    if (!isa<memref::LoadOp>(op) && !isMemoryEffectFree(&op))
-      return par;
-    body.push_back(&op);
-  }
-  if (!store)
+  if (!loadsThenOneStore(par, store, body))
     return par;
-  Value stored = rootBuffer(store.getMemRef());
-  for (Operation *op : body)
-    if (auto load = dyn_cast<memref::LoadOp>(op))
-      if (rootBuffer(load.getMemRef()) == stored &&
-          !llvm::equal(load.getIndices(), store.getIndices()))
-        return par;
 
   Location loc = par.getLoc();
   int64_t perThread = llvm::divideCeil(*n, factor);
@@ -294,6 +362,11 @@ struct GpuDistributeLoopsPass
         loops.push_back(par);
     for (scf::ParallelOp par : loops) {
       par = orderForCoalescing(rewriter, par);
+      scf::ParallelOp alongRows =
+          coarsenInnermost(rewriter, par, coarsenFactor, coarsenMinIterations);
+      bool coarsened = static_cast<bool>(alongRows);
+      if (coarsened)
+        par = alongRows;
       // Collapse to one dimension so that any rank fills whole blocks.
       if (par.getNumLoops() > 1) {
         std::vector<unsigned> all;
@@ -308,7 +381,8 @@ struct GpuDistributeLoopsPass
           return signalPassFailure();
         }
       }
-      par = coarsen(rewriter, par, coarsenFactor, coarsenMinIterations);
+      if (!coarsened)
+        par = coarsen(rewriter, par, coarsenFactor, coarsenMinIterations);
       auto [outer, inner] = scf::tileParallelLoop(
           par, ArrayRef<int64_t>{blockSize}, /*noMinMaxBounds=*/true);
       if (failed(gpu::setMappingAttr(outer,
