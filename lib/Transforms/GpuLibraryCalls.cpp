@@ -563,6 +563,15 @@ Value absorbBias(RewriterBase &rw, linalg::MatmulOp product, Value output) {
       strides[0] != 1 || viewsGlobal(vector) ||
       !vector.getParentRegion()->isAncestor(product->getParentRegion()))
     return {};
+  // The vector must exist, with its values, when the product runs (a
+  // recurrent cell may compute it between the product and the add).
+  if (Operation *def = vector.getDefiningOp()) {
+    Operation *top = block->findAncestorOpInBlock(*def);
+    if (top && !top->isBeforeInBlock(product))
+      return {};
+  }
+  if (writtenBetween(rootOf(vector), product, generic))
+    return {};
   // The generic without the add and without the vector.
   rw.replaceAllUsesWith(add.getResult(), rArg);
   rw.eraseOp(add);

@@ -349,3 +349,30 @@ func.func @row_vector_kept(%a: memref<4x8xf32>, %w: memref<8x4xf32>, %b: memref<
   }
   return
 }
+
+// Not when the vector is computed after the product (a recurrent cell
+// summing its two biases): the product would read it too early.
+// CHECK-LABEL: func.func @bias_computed_later
+// CHECK: call @mcc_gpu_sgemm(
+// CHECK: linalg.generic
+func.func @bias_computed_later(%a: memref<4x8xf32>, %w: memref<8x16xf32>, %b: memref<16xf32>, %y: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %r = memref.alloc() : memref<4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%r : memref<4x16xf32>)
+  linalg.matmul ins(%a, %w : memref<4x8xf32>, memref<8x16xf32>) outs(%r : memref<4x16xf32>)
+  %sum = memref.alloc() : memref<16xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%b : memref<16xf32>) outs(%sum : memref<16xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %d = arith.addf %x, %x : f32
+    linalg.yield %d : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%r, %sum : memref<4x16xf32>, memref<16xf32>) outs(%y : memref<4x16xf32>) {
+  ^bb0(%x: f32, %bias: f32, %o: f32):
+    %s = arith.addf %x, %bias : f32
+    linalg.yield %s : f32
+  }
+  return
+}
