@@ -138,6 +138,33 @@ mcc_status mcc_run_alloc(const mcc_model *model, const mcc_tensor *inputs,
                          size_t num_outputs);
 void mcc_tensor_free_data(mcc_tensor *tensor);
 
+/* GPU timing (models compiled with --target cuda; other targets return
+ * MCC_ERROR_INVALID_ARGUMENT). The device time of the calling thread's last
+ * mcc_run of this model, in milliseconds, measured by CUDA events around
+ * its kernels and library calls (the input and output copies excluded). */
+mcc_status mcc_model_last_run_device_ms(const mcc_model *model, double *ms);
+
+/* Per-kernel profile of GPU runs: enable = 1 starts it (clearing what it
+ * holds), 0 stops it. While on, every launch of a run is preceded by a
+ * CUDA event (a node in the run's CUDA graph), so runs take slightly
+ * longer; the graphs are recaptured at each switch. */
+mcc_status mcc_model_set_kernel_profiling(mcc_model *model, int enable);
+
+/* What ran, by name: a generated kernel, a product ("gemm <how> m= n= k=")
+ * or a copy, with its launches and total device time over the profiled
+ * runs. */
+typedef struct mcc_kernel_time {
+  const char *name; /* valid until the next call on this model */
+  int64_t launches;
+  double total_ms;
+} mcc_kernel_time;
+
+/* Fills at most `capacity` entries, longest total first; *count receives
+ * the number of entries there are and *runs the number of profiled runs. */
+mcc_status mcc_model_kernel_profile(const mcc_model *model,
+                                    mcc_kernel_time *out, size_t capacity,
+                                    size_t *count, int64_t *runs);
+
 #ifdef __cplusplus
 }
 #endif

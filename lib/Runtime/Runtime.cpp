@@ -21,7 +21,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #define MCC_API extern "C" __attribute__((visibility("default")))
@@ -32,6 +34,9 @@ struct mcc_model {
   std::string path;
   /// Parsed dim expressions and the names mcc_tensor_info reports.
   mcc::rt::ShapeSignature shapes;
+  /// The names mcc_model_kernel_profile last returned.
+  mutable std::vector<std::string> profileNames;
+  mutable std::mutex profileMutex;
 };
 
 namespace {
@@ -607,4 +612,89 @@ MCC_API void mcc_tensor_free_data(mcc_tensor *tensor) {
     return;
   std::free(tensor->data);
   tensor->data = nullptr;
+}
+
+namespace {
+/// A CUDA model's own entry point `name`, or null (with the error set).
+void *cudaEntry(const mcc_model *model, const char *name) {
+  void *fn = dlsym(model->handle, name);
+  if (!fn)
+    fail(MCC_ERROR_INVALID_ARGUMENT,
+         "%s: GPU timing needs a model compiled with --target cuda (this "
+         "one's target is %s)",
+         model->path.c_str(), mcc_model_target(model));
+  return fn;
+}
+} // namespace
+
+MCC_API mcc_status mcc_model_last_run_device_ms(const mcc_model *model,
+                                                double *ms) {
+  if (!model || !ms)
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "model or ms is null");
+  auto fn = reinterpret_cast<double (*)()>(
+      cudaEntry(model, "mcc_cuda_last_run_ms"));
+  if (!fn)
+    return MCC_ERROR_INVALID_ARGUMENT;
+  *ms = fn();
+  if (*ms < 0)
+    return fail(MCC_ERROR_INVALID_ARGUMENT,
+                "%s: no run of this model on this thread was timed",
+                model->path.c_str());
+  return MCC_OK;
+}
+
+MCC_API mcc_status mcc_model_set_kernel_profiling(mcc_model *model,
+                                                  int enable) {
+  if (!model)
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "model is null");
+  auto fn = reinterpret_cast<void (*)(int)>(
+      cudaEntry(model, "mcc_cuda_set_profiling"));
+  if (!fn)
+    return MCC_ERROR_INVALID_ARGUMENT;
+  fn(enable);
+  return MCC_OK;
+}
+
+MCC_API mcc_status mcc_model_kernel_profile(const mcc_model *model,
+                                            mcc_kernel_time *out,
+                                            size_t capacity, size_t *count,
+                                            int64_t *runs) {
+  if (!model || (capacity && !out))
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "model or out is null");
+  auto fn = reinterpret_cast<int64_t (*)(char *, int64_t)>(
+      cudaEntry(model, "mcc_cuda_profile_text"));
+  if (!fn)
+    return MCC_ERROR_INVALID_ARGUMENT;
+  std::string text(static_cast<size_t>(fn(nullptr, 0)) + 1, '\0');
+  text.resize(static_cast<size_t>(fn(text.data(), text.size())));
+  // "runs\n" then "launches\tms\tlabel\n" per entry.
+  std::vector<std::tuple<double, int64_t, std::string>> rows;
+  size_t pos = text.find('\n');
+  int64_t numRuns = std::strtoll(text.c_str(), nullptr, 10);
+  while (pos != std::string::npos && pos + 1 < text.size()) {
+    size_t end = text.find('\n', pos + 1);
+    std::string line = text.substr(pos + 1, end - pos - 1);
+    pos = end;
+    size_t t1 = line.find('\t'), t2 = line.find('\t', t1 + 1);
+    if (t1 == std::string::npos || t2 == std::string::npos)
+      continue;
+    rows.emplace_back(std::strtod(line.c_str() + t1 + 1, nullptr),
+                      std::strtoll(line.c_str(), nullptr, 10),
+                      line.substr(t2 + 1));
+  }
+  std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) {
+    return std::get<0>(a) > std::get<0>(b);
+  });
+  std::lock_guard<std::mutex> lock(model->profileMutex);
+  model->profileNames.clear();
+  for (const auto &r : rows)
+    model->profileNames.push_back(std::get<2>(r));
+  for (size_t i = 0; i < rows.size() && i < capacity; ++i)
+    out[i] = {model->profileNames[i].c_str(), std::get<1>(rows[i]),
+              std::get<0>(rows[i])};
+  if (count)
+    *count = rows.size();
+  if (runs)
+    *runs = numRuns;
+  return MCC_OK;
 }

@@ -24,6 +24,27 @@ struct ModelDeleter {
 };
 using ModelPtr = std::unique_ptr<mcc_model, ModelDeleter>;
 
+/// Order statistics of a list of run times (milliseconds).
+struct Percentiles {
+  std::vector<double> sorted;
+  double mean = 0, min = 0;
+  explicit Percentiles(std::vector<double> v) : sorted(std::move(v)) {
+    std::sort(sorted.begin(), sorted.end());
+    for (double x : sorted)
+      mean += x;
+    if (!sorted.empty()) {
+      mean /= sorted.size();
+      min = sorted.front();
+    }
+  }
+  double at(double p) const {
+    if (sorted.empty())
+      return 0;
+    size_t idx = static_cast<size_t>(std::ceil(p / 100.0 * sorted.size()));
+    return sorted[std::min(idx ? idx - 1 : 0, sorted.size() - 1)];
+  }
+};
+
 int report(const std::string &what) {
   std::fprintf(stderr, "mcc: error: %s\n", what.c_str());
   return 1;
@@ -163,12 +184,16 @@ int inspectModelCommand(const std::string &modelPath) {
 
 int benchModelCommand(const std::string &modelPath, const std::string &input,
                       const std::map<std::string, int64_t> &dims, int warmup,
-                      int iterations, int numThreads, bool json) {
+                      int iterations, int numThreads, bool json,
+                      bool kernels) {
   if (iterations < 1 || warmup < 0)
     return report("--iterations must be >= 1 and --warmup >= 0");
   ModelPtr model;
   if (!loadModel(modelPath, model))
     return 1;
+  if (kernels && std::string(mcc_model_target(model.get())) != "cuda")
+    return report("--kernels profiles GPU runs: " + modelPath +
+                  " was compiled for " + mcc_model_target(model.get()));
   if (numThreads > 0 && mcc_set_num_threads(numThreads) != MCC_OK)
     return report(mcc_last_error());
   size_t nin = mcc_model_num_inputs(model.get());
@@ -291,7 +316,9 @@ int benchModelCommand(const std::string &modelPath, const std::string &input,
   for (int i = 0; i < warmup; ++i)
     if (!runOnce())
       return report(mcc_last_error());
-  std::vector<double> ms;
+  // GPU models also report the device time of each run (CUDA events).
+  bool gpu = std::string(mcc_model_target(model.get())) == "cuda";
+  std::vector<double> ms, deviceMs;
   ms.reserve(iterations);
   for (int i = 0; i < iterations; ++i) {
     auto t0 = std::chrono::steady_clock::now();
@@ -300,33 +327,119 @@ int benchModelCommand(const std::string &modelPath, const std::string &input,
     ms.push_back(std::chrono::duration<double, std::milli>(
                      std::chrono::steady_clock::now() - t0)
                      .count());
+    double d;
+    if (gpu && mcc_model_last_run_device_ms(model.get(), &d) == MCC_OK)
+      deviceMs.push_back(d);
   }
-  std::vector<double> sorted = ms;
-  std::sort(sorted.begin(), sorted.end());
-  auto pct = [&](double p) {
-    size_t idx = static_cast<size_t>(std::ceil(p / 100.0 * sorted.size())) - 1;
-    return sorted[std::min(idx, sorted.size() - 1)];
-  };
-  double mean = 0;
-  for (double v : ms)
-    mean += v;
-  mean /= ms.size();
+  Percentiles wall(ms), device(deviceMs);
+
+  // The per-kernel profile: its own runs, after the timed ones (profiling
+  // adds an event per launch), the first recapturing the run's graph.
+  std::vector<mcc_kernel_time> kernelTimes;
+  int64_t profiledRuns = 0;
+  std::vector<double> profiledMs;
+  if (kernels) {
+    if (mcc_model_set_kernel_profiling(model.get(), 1) != MCC_OK)
+      return report(mcc_last_error());
+    for (int i = 0; i < 3; ++i)
+      if (!runOnce())
+        return report(mcc_last_error());
+    mcc_model_set_kernel_profiling(model.get(), 1); // clears the warm-up
+    for (int i = 0; i < iterations; ++i) {
+      if (!runOnce())
+        return report(mcc_last_error());
+      double d;
+      if (mcc_model_last_run_device_ms(model.get(), &d) == MCC_OK)
+        profiledMs.push_back(d);
+    }
+    size_t count = 0;
+    mcc_model_kernel_profile(model.get(), nullptr, 0, &count, nullptr);
+    kernelTimes.resize(count);
+    mcc_model_kernel_profile(model.get(), kernelTimes.data(), count, &count,
+                             &profiledRuns);
+    mcc_model_set_kernel_profiling(model.get(), 0);
+  }
+  double perRun = profiledRuns > 0 ? 1.0 / profiledRuns : 0;
+  int64_t launches = 0;
+  double kernelMs = 0;
+  for (const mcc_kernel_time &k : kernelTimes) {
+    launches += k.launches;
+    kernelMs += k.total_ms;
+  }
+
   if (json) {
     nlohmann::json j = {
         {"model", modelPath},       {"target", mcc_model_target(model.get())},
         {"iterations", iterations}, {"warmup", warmup},
-        {"p50_ms", pct(50)},        {"p90_ms", pct(90)},
-        {"p99_ms", pct(99)},        {"mean_ms", mean},
-        {"min_ms", sorted.front()}};
+        {"p50_ms", wall.at(50)},    {"p90_ms", wall.at(90)},
+        {"p99_ms", wall.at(99)},    {"mean_ms", wall.mean},
+        {"min_ms", wall.min}};
+    if (!deviceMs.empty())
+      j["device"] = {{"p50_ms", device.at(50)},
+                     {"p90_ms", device.at(90)},
+                     {"p99_ms", device.at(99)},
+                     {"mean_ms", device.mean},
+                     {"min_ms", device.min}};
+    if (kernels) {
+      nlohmann::json list = nlohmann::json::array();
+      for (const mcc_kernel_time &k : kernelTimes)
+        list.push_back({{"name", k.name},
+                        {"launches_per_run", k.launches * perRun},
+                        {"ms_per_run", k.total_ms * perRun}});
+      j["kernels"] = {{"runs", profiledRuns},
+                      {"launches_per_run", launches * perRun},
+                      {"profiled_p50_ms", Percentiles(profiledMs).at(50)},
+                      {"by_name", list}};
+    }
     std::cout << j.dump(2) << std::endl;
-  } else {
-    std::printf("%s (%s): %d runs after %d warm-up, wall clock per run "
-                "(inputs and outputs in host memory)\n",
-                modelPath.c_str(), mcc_model_target(model.get()), iterations,
-                warmup);
-    std::printf("  p50 %.3f ms  p90 %.3f ms  p99 %.3f ms  mean %.3f ms  "
+    return 0;
+  }
+  std::printf("%s (%s): %d runs after %d warm-up\n", modelPath.c_str(),
+              mcc_model_target(model.get()), iterations, warmup);
+  std::printf("  wall clock (inputs and outputs in host memory):\n"
+              "    p50 %.3f ms  p90 %.3f ms  p99 %.3f ms  mean %.3f ms  "
+              "min %.3f ms\n",
+              wall.at(50), wall.at(90), wall.at(99), wall.mean, wall.min);
+  if (!deviceMs.empty())
+    std::printf("  device (CUDA events around the run's kernels):\n"
+                "    p50 %.3f ms  p90 %.3f ms  p99 %.3f ms  mean %.3f ms  "
                 "min %.3f ms\n",
-                pct(50), pct(90), pct(99), mean, sorted.front());
+                device.at(50), device.at(90), device.at(99), device.mean,
+                device.min);
+  if (kernels) {
+    std::printf("\nper kernel, %lld profiled runs: %.0f launches per run, "
+                "device p50 %.3f ms with one event per launch (each time "
+                "below includes its event)\n",
+                static_cast<long long>(profiledRuns), launches * perRun,
+                Percentiles(profiledMs).at(50));
+    // Generated kernels are mcc_<n>_<what>: first the totals by <what>.
+    std::map<std::string, std::pair<double, double>> kinds;
+    for (const mcc_kernel_time &k : kernelTimes) {
+      std::string kind = k.name;
+      if (kind.rfind("gemm ", 0) == 0)
+        kind = "gemm (cuBLAS)";
+      else if (kind.rfind("mcc_", 0) == 0 &&
+               kind.find('_', 4) != std::string::npos)
+        kind = "generated " + kind.substr(kind.find('_', 4) + 1);
+      kinds[kind].first += k.total_ms * perRun;
+      kinds[kind].second += k.launches * perRun;
+    }
+    std::vector<std::pair<std::string, std::pair<double, double>>> byKind(
+        kinds.begin(), kinds.end());
+    std::sort(byKind.begin(), byKind.end(), [](const auto &a, const auto &b) {
+      return a.second.first > b.second.first;
+    });
+    std::printf("  %9s %7s %8s  %s\n", "ms/run", "share", "launches", "kind");
+    for (const auto &[kind, t] : byKind)
+      std::printf("  %9.4f %6.1f%% %8.1f  %s\n", t.first,
+                  kernelMs > 0 ? 100.0 * t.first / (kernelMs * perRun) : 0.0,
+                  t.second, kind.c_str());
+    std::printf("\n  %9s %7s %8s  %s\n", "ms/run", "share", "launches",
+                "name");
+    for (const mcc_kernel_time &k : kernelTimes)
+      std::printf("  %9.4f %6.1f%% %8.1f  %s\n", k.total_ms * perRun,
+                  kernelMs > 0 ? 100.0 * k.total_ms / kernelMs : 0.0,
+                  k.launches * perRun, k.name);
   }
   return 0;
 }

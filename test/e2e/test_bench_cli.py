@@ -1,17 +1,28 @@
 #!/usr/bin/env python3
-"""`mcc bench` on a compiled model: JSON with ordered percentiles, and the
-same numbers' shape in text mode; bad arguments are errors."""
+"""`mcc bench` (and `mcc-run bench`, the runtime-only tool) on a compiled
+cpu model: JSON with ordered percentiles, and the same numbers' shape in
+text mode; bad arguments and --kernels (GPU only) are errors."""
 import json
 import subprocess
 import sys
 
-mcc, so = sys.argv[1], sys.argv[2]
+mcc, so, mcc_run = sys.argv[1], sys.argv[2], sys.argv[3]
 r = subprocess.run([mcc, "bench", so, "--warmup", "2", "--iterations", "15", "--json"],
                    capture_output=True, text=True)
 assert r.returncode == 0, r.stderr
 j = json.loads(r.stdout)
 assert j["iterations"] == 15 and j["target"] == "cpu", j
 assert 0 < j["min_ms"] <= j["p50_ms"] <= j["p90_ms"] <= j["p99_ms"], j
+assert "device" not in j and "kernels" not in j, j  # GPU models only
+r = subprocess.run([mcc_run, "bench", so, "--warmup", "1", "--iterations", "4", "--json"],
+                   capture_output=True, text=True)
+assert r.returncode == 0, r.stderr
+k = json.loads(r.stdout)
+assert k["iterations"] == 4 and 0 < k["min_ms"] <= k["p99_ms"], k
+for tool in (mcc, mcc_run):
+    r = subprocess.run([tool, "bench", so, "--kernels"], capture_output=True, text=True)
+    assert r.returncode != 0 and "--kernels profiles GPU runs" in r.stderr \
+        and "compiled for cpu" in r.stderr, r
 r = subprocess.run([mcc, "bench", so, "--iterations", "5"], capture_output=True, text=True)
 assert r.returncode == 0 and "p50" in r.stdout and "p99" in r.stdout, r
 r = subprocess.run([mcc, "bench", so, "--iterations", "0"], capture_output=True, text=True)

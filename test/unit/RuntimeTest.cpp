@@ -162,6 +162,25 @@ TEST_F(RuntimeTest, RejectsWrongShape) {
   EXPECT_NE(msg.find("[2,3,64,64]"), std::string::npos) << msg;
 }
 
+TEST_F(RuntimeTest, GpuTimingIsRefusedForCpuModels) {
+  double ms = 0;
+  EXPECT_EQ(mcc_model_last_run_device_ms(model, &ms),
+            MCC_ERROR_INVALID_ARGUMENT);
+  std::string msg = mcc_last_error();
+  EXPECT_NE(msg.find("--target cuda"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("target is cpu"), std::string::npos) << msg;
+  EXPECT_EQ(mcc_model_set_kernel_profiling(model, 1),
+            MCC_ERROR_INVALID_ARGUMENT);
+  size_t count = 7;
+  EXPECT_EQ(mcc_model_kernel_profile(model, nullptr, 0, &count, nullptr),
+            MCC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(count, 7u); // untouched on failure
+  EXPECT_EQ(mcc_model_last_run_device_ms(nullptr, &ms),
+            MCC_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(mcc_model_last_run_device_ms(model, nullptr),
+            MCC_ERROR_INVALID_ARGUMENT);
+}
+
 TEST_F(RuntimeTest, RejectsWrongDtypeCountsAndNulls) {
   mcc_tensor in = tensorOf(inputs[0]);
   std::vector<float> out(reference[0].numElements());

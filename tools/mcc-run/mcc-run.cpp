@@ -1,43 +1,35 @@
-//===- mcc-run.cpp - run a model .so with only the runtime ----------------===//
+//===- mcc-run.cpp - run, time and inspect a model .so with the runtime ---===//
+//
+// `mcc run`, `mcc bench` and `mcc inspect` for the machine that runs models:
+// built from the runtime alone, no MLIR or LLVM.
+//
+//   mcc-run [run] MODEL.so --input IN(.npz|dir) --output OUT.npz
+//   mcc-run bench MODEL.so [--iterations N] [--kernels] ...
+//   mcc-run inspect MODEL.so
+//
+//===----------------------------------------------------------------------===//
 
-#include "mcc/Support/ModelCommands.h"
+#include "../common/RuntimeCommands.h"
 
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <algorithm>
 #include <string>
-
-static int usage() {
-  std::fprintf(stderr,
-               "usage: mcc-run MODEL.so --input IN(.npz|dir) --output OUT.npz "
-               "[--threads N]\n"
-               "       mcc-run inspect MODEL.so\n");
-  return 2;
-}
+#include <vector>
 
 int main(int argc, char **argv) {
-  if (argc == 3 && std::strcmp(argv[1], "inspect") == 0)
-    return mcc::inspectModelCommand(argv[2]);
-  std::string model, input, output;
-  int threads = 0;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if ((a == "--input" || a == "--output" || a == "--threads") &&
-        i + 1 < argc) {
-      std::string v = argv[++i];
-      if (a == "--input")
-        input = v;
-      else if (a == "--output")
-        output = v;
-      else
-        threads = std::atoi(v.c_str());
-    } else if (model.empty() && a[0] != '-') {
-      model = a;
-    } else {
-      return usage();
-    }
+  CLI::App app{"mcc-run: run, time and inspect models compiled by mcc"};
+  app.require_subcommand(1);
+  mcc::RuntimeCommands runtime;
+  mcc::addRuntimeCommands(app, runtime);
+  // `mcc-run MODEL.so --input ...` (no subcommand) is `run`.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && args[0] != "run" && args[0] != "bench" &&
+      args[0] != "inspect" && args[0][0] != '-')
+    args.insert(args.begin(), "run");
+  std::reverse(args.begin(), args.end()); // CLI11 takes them last first
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError &e) {
+    return app.exit(e);
   }
-  if (model.empty() || input.empty() || output.empty())
-    return usage();
-  return mcc::runModelCommand(model, input, output, threads);
+  return runRuntimeCommand(runtime).value_or(2);
 }

@@ -12,6 +12,8 @@
 #include "mcc/Support/TensorIO.h"
 #include "mcc/Target/CPU/SharedLibraryWriter.h"
 
+#include "../common/RuntimeCommands.h"
+
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -215,37 +217,8 @@ int main(int argc, char **argv) {
                      "Freeze an input to a value (repeatable)");
   import->add_flag("--text", text, "The input is ONNX textual syntax");
 
-  std::string runInput, runOutput;
-  int threads = 0;
-  auto *run = app.add_subcommand("run", "Run a compiled model");
-  run->add_option("model", input, "The model .so")->required();
-  run->add_option("--input", runInput,
-                  ".npz keyed by input names, or a folder of input_<i>.pb")
-      ->required();
-  run->add_option("--output", runOutput, ".npz to write, keyed by output names")
-      ->required();
-  run->add_option("--threads", threads, "Threads per run (default: all cores)");
-
-  int warmup = 10, iterations = 100;
-  bool benchJson = false;
-  std::string benchInput;
-  auto *bench = app.add_subcommand("bench", "Time runs of a compiled model");
-  bench->add_option("model", input, "The model .so")->required();
-  bench->add_option(
-      "--input", benchInput,
-      "Inputs (.npz or test-data folder); default: seeded random");
-  bench->add_option("--warmup", warmup, "Warm-up runs (default 10)");
-  bench->add_option("--iterations", iterations, "Timed runs (default 100)");
-  bench->add_option("--threads", threads, "Threads per run (cpu)");
-  bench->add_flag("--json", benchJson, "Print the result as JSON");
-  std::vector<std::string> benchDims;
-  bench->add_option("--dim", benchDims,
-                    "Size of a dynamic dim of the generated inputs: "
-                    "SYMBOL=N (repeatable; see mcc inspect's symbols)");
-
-  auto *inspect =
-      app.add_subcommand("inspect", "Print a model's signature as JSON");
-  inspect->add_option("model", input, "The model .so")->required();
+  mcc::RuntimeCommands runtime;
+  mcc::addRuntimeCommands(app, runtime);
 
   try {
     app.parse(argc, argv);
@@ -255,24 +228,8 @@ int main(int argc, char **argv) {
   if (verbose)
     spdlog::set_level(spdlog::level::debug);
 
-  if (run->parsed())
-    return mcc::runModelCommand(input, runInput, runOutput, threads);
-  if (inspect->parsed())
-    return mcc::inspectModelCommand(input);
-  if (bench->parsed()) {
-    std::map<std::string, int64_t> dims;
-    static const std::regex dimSpec("(.+)=([0-9]{1,18})");
-    for (const std::string &spec : benchDims) {
-      std::smatch m;
-      if (!std::regex_match(spec, m, dimSpec)) {
-        spdlog::error("--dim '{}': expected SYMBOL=N", spec);
-        return 1;
-      }
-      dims[m[1]] = std::stoll(m[2]);
-    }
-    return mcc::benchModelCommand(input, benchInput, dims, warmup, iterations,
-                                  threads, benchJson);
-  }
+  if (auto rc = mcc::runRuntimeCommand(runtime))
+    return *rc;
 
   mcc::CompileOptions options;
   options.target = target;

@@ -76,6 +76,9 @@ struct Driver {
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventSynchronize)(CUevent);
   CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
+  /// Optional (12.x drivers have it): events inside a captured graph, for
+  /// the per-kernel profile; without it a profiled run launches directly.
+  CUresult (*cuEventRecordWithFlags)(CUevent, CUstream, unsigned) = nullptr;
   CUcontext context = nullptr;
 };
 
@@ -140,6 +143,7 @@ void loadDriver() {
     driver.error = "the CUDA driver lacks a required entry point";
     return;
   }
+  bind(lib, "cuEventRecordWithFlags", d.cuEventRecordWithFlags);
   CUresult r = d.cuInit(0);
   CUdevice dev;
   if (r == CUDA_SUCCESS)
@@ -199,6 +203,110 @@ std::vector<Weights> &uploaded() {
   return u;
 }
 
+/// The driver's name for each kernel the model loaded, for the profile.
+std::mutex &kernelNamesMutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<CUfunction, std::string> &kernelNames() {
+  static std::map<CUfunction, std::string> n;
+  return n;
+}
+
+//===--- Per-kernel profile (mcc bench --kernels)
+//--------------------------===//
+//
+// While profiling is on, every launch the run makes (a generated kernel, a
+// product with whatever split or bias kernels it needs, a copy) is preceded
+// by an event on the run's stream, and one event closes the run: a segment
+// is the time from its event to the next. In a captured run the events are
+// graph nodes (CU_EVENT_RECORD_EXTERNAL), so the profile times the same
+// graph replay an unprofiled run makes, plus one event node per launch.
+
+/// One segment of a run: the event recorded before it, and what it runs.
+struct Mark {
+  CUevent event = nullptr;
+  std::string label;
+};
+
+/// The events of one way of running a shape (its graph, or direct launches),
+/// reused run after run.
+struct Marks {
+  std::vector<Mark> marks;
+  size_t used = 0;
+};
+
+struct Profile {
+  std::mutex mutex;
+  bool on = false;
+  /// Bumped at each switch: graphs captured the other way are recaptured.
+  unsigned generation = 0;
+  int64_t runs = 0;
+  /// label -> (launches, milliseconds), summed over the profiled runs.
+  std::map<std::string, std::pair<int64_t, double>> totals;
+};
+Profile &profile() {
+  static Profile p;
+  return p;
+}
+
+/// Set while a profiled run records its launches (direct or captured).
+thread_local Marks *runMarks = nullptr;
+
+bool profiling() {
+  std::lock_guard<std::mutex> lock(profile().mutex);
+  return profile().on;
+}
+
+/// Records the event that starts the segment `label` on the run's stream.
+void mark(const std::string &label) {
+  if (!runMarks)
+    return;
+  Marks &m = *runMarks;
+  if (m.used == m.marks.size()) {
+    Mark fresh;
+    if (driver.cuEventCreate(&fresh.event, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+      return;
+    m.marks.push_back(fresh);
+  }
+  Mark &next = m.marks[m.used];
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  driver.cuStreamIsCapturing(runStream, &status);
+  CUresult r =
+      status == CU_STREAM_CAPTURE_STATUS_NONE
+          ? driver.cuEventRecord(next.event, runStream)
+          : driver.cuEventRecordWithFlags(next.event, runStream,
+                                          CU_EVENT_RECORD_EXTERNAL);
+  if (r == CUDA_SUCCESS) {
+    next.label = label;
+    ++m.used;
+  }
+}
+
+void releaseMarks(Marks &m) {
+  for (Mark &k : m.marks)
+    driver.cuEventDestroy(k.event);
+  m.marks.clear();
+  m.used = 0;
+}
+
+/// Adds a finished run's segments (the last one ends at `end`).
+void addToProfile(const Marks &m, CUevent end) {
+  std::vector<float> ms(m.used, 0.0f);
+  for (size_t i = 0; i < m.used; ++i)
+    driver.cuEventElapsedTime(&ms[i], m.marks[i].event,
+                              i + 1 < m.used ? m.marks[i + 1].event : end);
+  std::lock_guard<std::mutex> lock(profile().mutex);
+  if (!profile().on)
+    return;
+  ++profile().runs;
+  for (size_t i = 0; i < m.used; ++i) {
+    auto &t = profile().totals[m.marks[i].label];
+    ++t.first;
+    t.second += ms[i];
+  }
+}
+
 } // namespace
 
 //===--- MLIR gpu-to-llvm ABI
@@ -238,8 +346,12 @@ SHIM_HIDDEN void *mgpuModuleGetFunction(void *module, const char *name) {
   if (!module || !ready())
     return nullptr;
   CUfunction fn = nullptr;
-  check(driver.cuModuleGetFunction(&fn, static_cast<CUmodule>(module), name),
-        "finding a kernel");
+  if (check(driver.cuModuleGetFunction(&fn, static_cast<CUmodule>(module),
+                                       name),
+            "finding a kernel")) {
+    std::lock_guard<std::mutex> lock(kernelNamesMutex());
+    kernelNames()[fn] = name;
+  }
   return fn;
 }
 
@@ -265,6 +377,10 @@ SHIM_HIDDEN void mgpuLaunchKernel(void *function, intptr_t gridX,
     lastError = "a kernel of this model was not loaded";
     runFailed = true;
     return;
+  }
+  if (runMarks) {
+    std::lock_guard<std::mutex> lock(kernelNamesMutex());
+    mark(kernelNames()[static_cast<CUfunction>(function)]);
   }
   check(driver.cuLaunchKernel(static_cast<CUfunction>(function), gridX, gridY,
                               gridZ, blockX, blockY, blockZ, smem,
@@ -305,6 +421,7 @@ SHIM_HIDDEN void mgpuStreamWaitEvent(void *, void *) {}
 SHIM_HIDDEN void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
   if (runFailed)
     return;
+  mark("copy (device to device)");
   check(driver.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
                              reinterpret_cast<CUdeviceptr>(src), bytes,
                              static_cast<CUstream>(stream)),
@@ -315,6 +432,7 @@ SHIM_HIDDEN void mgpuMemset32(void *dst, unsigned value, size_t count,
                               void *stream) {
   if (runFailed)
     return;
+  mark("fill (memset)");
   check(driver.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value,
                                 count, static_cast<CUstream>(stream)),
         "filling device memory");
@@ -1123,6 +1241,18 @@ const char *kindName(GemmPlan::Kind k) {
                               : "cuBLASLt tf32x3";
 }
 
+/// A product's name in the profile: what ran it, and its shape.
+std::string gemmLabel(const GemmShape &s, const GemmPlan &p) {
+  std::string l = std::string("gemm ") + kindName(p.kind) +
+                  " m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) +
+                  " k=" + std::to_string(s.k);
+  if (s.batch > 1)
+    l += " batch=" + std::to_string(s.batch);
+  if (s.bias)
+    l += " +bias";
+  return l;
+}
+
 /// The plan for a shape: made (and, outside capture, timed) the first time.
 /// Every candidate meets the model's precision: at fp32, sgemm and
 /// cuBLASLt's fp32 algorithms; at tf32x3 also the split TF32 products; at
@@ -1263,6 +1393,8 @@ void gemm(const GemmShape &s, float alpha, const float *a, const float *b,
                       ? planFor(s, a, b, bias)
                       : GemmPlan();
   LtThread *t = plan.kind != GemmPlan::Sgemm ? ltThread() : nullptr;
+  if (runMarks)
+    mark(gemmLabel(s, plan));
   int rc = runPlan(s, plan, t, alpha, a, b, c, bias);
   if (rc != 0 && !runFailed) {
     lastError = std::string(t ? "cublasLtMatmul" : "cublasSgemm") +
@@ -1359,6 +1491,8 @@ struct ShapeGraph {
   CUgraphExec graph = nullptr;
   bool graphFailed = false;
   uint64_t lastUse = 0;
+  /// The profile's events inside `graph` (when captured with profiling on).
+  Marks marks;
 };
 
 /// At most this many graphs per (thread, model). A graph holds its kernel
@@ -1377,7 +1511,16 @@ struct RunContext {
   std::vector<int64_t> capacity;
   std::vector<ShapeGraph> graphs;
   uint64_t clock = 0;
+  /// Events around each run (its device time), and the profile's events of
+  /// runs launched directly.
+  CUevent runStart = nullptr, runEnd = nullptr;
+  Marks directMarks;
+  /// The profile generation the graphs were captured under.
+  unsigned profileGeneration = 0;
 };
+
+/// Device milliseconds of the calling thread's last run (-1: none timed).
+thread_local double lastRunMs = -1;
 
 bool graphsEnabled() {
   const char *v = std::getenv("MCC_CUDA_GRAPHS");
@@ -1429,10 +1572,16 @@ bool captureGraph(RunContext &ctx, ShapeGraph &shape, BodyFn body,
   return ok;
 }
 
+void releaseGraph(ShapeGraph &g) {
+  if (g.graph)
+    driver.cuGraphExecDestroy(g.graph);
+  g.graph = nullptr;
+  releaseMarks(g.marks);
+}
+
 void dropGraphs(RunContext &ctx) {
   for (ShapeGraph &g : ctx.graphs)
-    if (g.graph)
-      driver.cuGraphExecDestroy(g.graph);
+    releaseGraph(g);
   ctx.graphs.clear();
 }
 
@@ -1452,8 +1601,7 @@ ShapeGraph &shapeGraph(RunContext &ctx, const int64_t *dims, int64_t numDims) {
                          [](const ShapeGraph &a, const ShapeGraph &b) {
                            return a.lastUse < b.lastUse;
                          });
-    if (oldest->graph)
-      driver.cuGraphExecDestroy(oldest->graph);
+    releaseGraph(*oldest);
     ctx.graphs.erase(oldest);
   }
   ctx.graphs.push_back({std::vector<int64_t>(dims, dims + numDims)});
@@ -1553,16 +1701,52 @@ SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
   std::vector<void *> ptrs(n);
   for (int64_t i = 0; i < n; ++i)
     ptrs[i] = reinterpret_cast<void *>(ctx->buffers[i]);
+  bool timed = ctx->runStart ||
+               (driver.cuEventCreate(&ctx->runStart, CU_EVENT_DEFAULT) ==
+                    CUDA_SUCCESS &&
+                driver.cuEventCreate(&ctx->runEnd, CU_EVENT_DEFAULT) ==
+                    CUDA_SUCCESS);
+  Marks *profiled = nullptr;
   if (!runFailed) {
-    if (!shape.graph && shape.runs >= 1 && !shape.graphFailed &&
-        graphsEnabled())
+    // Graphs captured with profiling on or off run the other way no more.
+    bool profileOn;
+    unsigned generation;
+    {
+      std::lock_guard<std::mutex> lock(profile().mutex);
+      profileOn = profile().on;
+      generation = profile().generation;
+    }
+    if (ctx->profileGeneration != generation) {
+      driver.cuStreamSynchronize(ctx->stream);
+      for (ShapeGraph &g : ctx->graphs)
+        releaseGraph(g);
+      ctx->profileGeneration = generation;
+    }
+    // Without events inside graphs, a profiled run launches directly.
+    bool graphs = graphsEnabled() &&
+                  (!profileOn || driver.cuEventRecordWithFlags != nullptr);
+    if (!shape.graph && shape.runs >= 1 && !shape.graphFailed && graphs) {
+      runMarks = profileOn ? &shape.marks : nullptr;
       shape.graphFailed =
           !captureGraph(*ctx, shape, body, ptrs.data(), weights, dims);
-    if (shape.graph)
+      runMarks = nullptr;
+    }
+    if (timed)
+      driver.cuEventRecord(ctx->runStart, ctx->stream);
+    if (shape.graph && graphs) {
       check(driver.cuGraphLaunch(shape.graph, ctx->stream),
             "launching the run's CUDA graph");
-    else
+      profiled = profileOn ? &shape.marks : nullptr;
+    } else {
+      if (profileOn) {
+        ctx->directMarks.used = 0;
+        profiled = runMarks = &ctx->directMarks;
+      }
       body(ptrs.data(), reinterpret_cast<void *>(weights), dims);
+      runMarks = nullptr;
+    }
+    if (timed)
+      driver.cuEventRecord(ctx->runEnd, ctx->stream);
   }
   for (int64_t i = numInputs; i < n && !runFailed; ++i)
     if (bytes[i])
@@ -1570,7 +1754,55 @@ SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
                                  bytes[i], ctx->stream),
             "copying an output out of the run");
   check(driver.cuStreamSynchronize(ctx->stream), "running the model");
+  lastRunMs = -1;
+  float ms = 0;
+  if (!runFailed && timed &&
+      driver.cuEventElapsedTime(&ms, ctx->runStart, ctx->runEnd) ==
+          CUDA_SUCCESS)
+    lastRunMs = ms;
+  if (!runFailed && profiled && profiled->used)
+    addToProfile(*profiled, ctx->runEnd);
   runStream = nullptr;
   ++shape.runs;
   return runFailed ? 4 : 0;
+}
+
+//===--- Timing and profile entry points (the runtime's C API)
+//-----------===//
+
+/// Device time of the calling thread's last run: its kernels and products,
+/// from the first launch to the last, without the input and output copies.
+SHIM_EXPORT double mcc_cuda_last_run_ms() { return lastRunMs; }
+
+/// 1: start (or restart) the per-kernel profile, clearing it; 0: stop.
+SHIM_EXPORT void mcc_cuda_set_profiling(int on) {
+  std::lock_guard<std::mutex> lock(profile().mutex);
+  if (profile().on != (on != 0))
+    ++profile().generation;
+  profile().on = on != 0;
+  profile().runs = 0;
+  profile().totals.clear();
+}
+
+/// The profile since it was started: "runs\n", then one line per segment
+/// label, "launches\tmilliseconds\tlabel\n" (totals over the runs).
+/// Writes at most `capacity` bytes (NUL included) and returns the length
+/// the whole text needs.
+SHIM_EXPORT int64_t mcc_cuda_profile_text(char *out, int64_t capacity) {
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(profile().mutex);
+    text = std::to_string(profile().runs) + "\n";
+    char ms[64];
+    for (const auto &[label, t] : profile().totals) {
+      std::snprintf(ms, sizeof(ms), "%.6f", t.second);
+      text += std::to_string(t.first) + "\t" + ms + "\t" + label + "\n";
+    }
+  }
+  if (out && capacity > 0) {
+    size_t n = std::min<size_t>(text.size(), capacity - 1);
+    std::memcpy(out, text.data(), n);
+    out[n] = 0;
+  }
+  return static_cast<int64_t>(text.size());
 }
