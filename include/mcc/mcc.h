@@ -138,6 +138,18 @@ mcc_status mcc_run_alloc(const mcc_model *model, const mcc_tensor *inputs,
                          size_t num_outputs);
 void mcc_tensor_free_data(mcc_tensor *tensor);
 
+/* Like mcc_run, stream-ordered, for a CUDA model whose inputs and outputs
+ * are all in device memory (of the primary context, such as PyTorch's
+ * CUDA tensors): the run starts after the work already queued on
+ * `cuda_stream` (a CUstream / cudaStream_t; NULL is the legacy default
+ * stream), the work queued there afterwards sees its outputs, and the call
+ * returns without waiting for the GPU. A failure of the GPU work itself
+ * shows at the caller's next synchronization. Host buffers are refused
+ * (MCC_ERROR_INVALID_ARGUMENT), as are models of other targets. */
+mcc_status mcc_run_on_stream(const mcc_model *model, const mcc_tensor *inputs,
+                             size_t num_inputs, mcc_tensor *outputs,
+                             size_t num_outputs, void *cuda_stream);
+
 /* GPU timing (models compiled with --target cuda; other targets return
  * MCC_ERROR_INVALID_ARGUMENT). The device time of the calling thread's last
  * mcc_run of this model, in milliseconds, measured by CUDA events around

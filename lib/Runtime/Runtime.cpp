@@ -185,6 +185,20 @@ mcc_status checkCounts(const mcc_model *m, size_t numInputs,
   return MCC_OK;
 }
 
+/// A CUDA model's own entry point `name`, or null (with the error set).
+void *cudaEntry(const mcc_model *model, const char *name) {
+  void *fn = dlsym(model->handle, name);
+  if (!fn)
+    fail(MCC_ERROR_INVALID_ARGUMENT,
+         "%s: GPU timing and stream-ordered runs need a model compiled "
+         "with --target cuda (this one's target is %s)",
+         model->path.c_str(), mcc_model_target(model));
+  return fn;
+}
+
+mcc_status runModel(const mcc_model *model, const mcc_tensor *inputs,
+                    size_t numInputs, mcc_tensor *outputs, size_t numOutputs);
+
 } // namespace
 
 MCC_API const char *mcc_last_error(void) { return lastError.c_str(); }
@@ -491,6 +505,28 @@ MCC_API mcc_status mcc_model_output_shapes(const mcc_model *model,
 MCC_API mcc_status mcc_run(const mcc_model *model, const mcc_tensor *inputs,
                            size_t numInputs, mcc_tensor *outputs,
                            size_t numOutputs) {
+  return runModel(model, inputs, numInputs, outputs, numOutputs);
+}
+
+MCC_API mcc_status mcc_run_on_stream(const mcc_model *model,
+                                     const mcc_tensor *inputs,
+                                     size_t numInputs, mcc_tensor *outputs,
+                                     size_t numOutputs, void *cudaStream) {
+  if (!model)
+    return fail(MCC_ERROR_INVALID_ARGUMENT, "model is null");
+  auto set = reinterpret_cast<void (*)(int, void *)>(
+      cudaEntry(model, "mcc_cuda_set_caller_stream"));
+  if (!set)
+    return MCC_ERROR_INVALID_ARGUMENT;
+  set(1, cudaStream);
+  mcc_status s = runModel(model, inputs, numInputs, outputs, numOutputs);
+  set(0, nullptr);
+  return s;
+}
+
+namespace {
+mcc_status runModel(const mcc_model *model, const mcc_tensor *inputs,
+                    size_t numInputs, mcc_tensor *outputs, size_t numOutputs) {
   if (mcc_status s = checkCounts(model, numInputs, numOutputs))
     return s;
   if ((numInputs && !inputs) || (numOutputs && !outputs))
@@ -555,6 +591,7 @@ MCC_API mcc_status mcc_run(const mcc_model *model, const mcc_tensor *inputs,
   }
   return MCC_OK;
 }
+} // namespace
 
 MCC_API mcc_status mcc_run_alloc(const mcc_model *model,
                                  const mcc_tensor *inputs, size_t numInputs,
@@ -614,18 +651,6 @@ MCC_API void mcc_tensor_free_data(mcc_tensor *tensor) {
   tensor->data = nullptr;
 }
 
-namespace {
-/// A CUDA model's own entry point `name`, or null (with the error set).
-void *cudaEntry(const mcc_model *model, const char *name) {
-  void *fn = dlsym(model->handle, name);
-  if (!fn)
-    fail(MCC_ERROR_INVALID_ARGUMENT,
-         "%s: GPU timing needs a model compiled with --target cuda (this "
-         "one's target is %s)",
-         model->path.c_str(), mcc_model_target(model));
-  return fn;
-}
-} // namespace
 
 MCC_API mcc_status mcc_model_last_run_device_ms(const mcc_model *model,
                                                 double *ms) {

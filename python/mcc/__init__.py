@@ -173,6 +173,14 @@ class Runtime:
             fn.restype = ctypes.c_int
             fn.argtypes = [P, ctypes.POINTER(CTensor), ctypes.c_size_t,
                            ctypes.POINTER(CTensor), ctypes.c_size_t]
+        # Stream-ordered runs on CUDA tensors (a runtime older than this
+        # binding lacks it: runs then synchronize).
+        self.run_on_stream = getattr(lib, "mcc_run_on_stream", None)
+        if self.run_on_stream is not None:
+            self.run_on_stream.restype = ctypes.c_int
+            self.run_on_stream.argtypes = [P, ctypes.POINTER(CTensor), ctypes.c_size_t,
+                                           ctypes.POINTER(CTensor), ctypes.c_size_t,
+                                           ctypes.c_void_p]
         lib.mcc_tensor_free_data.restype = None
         lib.mcc_tensor_free_data.argtypes = [ctypes.POINTER(CTensor)]
         self.lib = lib
@@ -430,6 +438,16 @@ class Model:
             raise MccError("an output has a dynamic shape; pass its shape in out_shapes")
         keep += list(out_arrays.values()) + [ins, outs]
         run, rt, ni, no = self.runtime.lib.mcc_run, self.runtime, len(self._in), len(self._out)
+        stream = _torch_stream(device, rt)
+        if stream is not None:
+            on_stream = rt.run_on_stream
+
+            def call(_keep=keep):
+                s = on_stream(handle, ins, ni, outs, no, stream())
+                if s:
+                    rt.check(s, "mcc_run_on_stream")
+
+            return call, out_arrays
         sync = _stream_sync(device)
 
         def call(_keep=keep):
@@ -507,6 +525,11 @@ class Model:
         if device is not None and outs is None:
             raise MccError("CUDA tensors in and out need static output shapes")
         if outs is not None:
+            stream = _torch_stream(device, rt)
+            if stream is not None:
+                rt.check(rt.run_on_stream(handle, ins, len(self._in), outs, len(self._out),
+                                          stream()))
+                return arrays
             _stream_sync(device)()
             rt.check(lib.mcc_run(handle, ins, len(self._in), outs, len(self._out)))
             if device is not None:
@@ -535,6 +558,17 @@ class Model:
             import torch
             return {k: torch.from_numpy(v) for k, v in arrays.items()}
         return arrays
+
+
+def _torch_stream(device, rt):
+    """For CUDA tensors: a function giving torch's current stream (as a
+    CUstream handle), on which the run is ordered like a torch op: it
+    starts after the work queued there and torch's later work sees its
+    outputs, with no wait on the host. None where the runtime cannot."""
+    if device is None or rt.run_on_stream is None:
+        return None
+    import torch
+    return lambda: torch.cuda.current_stream(device).cuda_stream
 
 
 def _stream_sync(device):

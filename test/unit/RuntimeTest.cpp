@@ -162,7 +162,7 @@ TEST_F(RuntimeTest, RejectsWrongShape) {
   EXPECT_NE(msg.find("[2,3,64,64]"), std::string::npos) << msg;
 }
 
-TEST_F(RuntimeTest, GpuTimingIsRefusedForCpuModels) {
+TEST_F(RuntimeTest, GpuTimingAndStreamRunsAreRefusedForCpuModels) {
   double ms = 0;
   EXPECT_EQ(mcc_model_last_run_device_ms(model, &ms),
             MCC_ERROR_INVALID_ARGUMENT);
@@ -175,6 +175,13 @@ TEST_F(RuntimeTest, GpuTimingIsRefusedForCpuModels) {
   EXPECT_EQ(mcc_model_kernel_profile(model, nullptr, 0, &count, nullptr),
             MCC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(count, 7u); // untouched on failure
+  mcc_tensor in = tensorOf(inputs[0]);
+  std::vector<float> out(reference[0].numElements());
+  mcc_tensor o{out.data(), MCC_FLOAT32, 2, {2, 10}};
+  EXPECT_EQ(mcc_run_on_stream(model, &in, 1, &o, 1, nullptr),
+            MCC_ERROR_INVALID_ARGUMENT);
+  msg = mcc_last_error();
+  EXPECT_NE(msg.find("--target cuda"), std::string::npos) << msg;
   EXPECT_EQ(mcc_model_last_run_device_ms(nullptr, &ms),
             MCC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(mcc_model_last_run_device_ms(model, nullptr),

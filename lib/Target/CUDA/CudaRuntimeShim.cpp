@@ -76,6 +76,8 @@ struct Driver {
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventSynchronize)(CUevent);
   CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned);
+  CUresult (*cuPointerGetAttribute)(void *, CUpointer_attribute, CUdeviceptr);
   /// Optional (12.x drivers have it): events inside a captured graph, for
   /// the per-kernel profile; without it a profiled run launches directly.
   CUresult (*cuEventRecordWithFlags)(CUevent, CUstream, unsigned) = nullptr;
@@ -138,7 +140,9 @@ void loadDriver() {
       bind(lib, "cuEventRecord", d.cuEventRecord) &&
       bind(lib, "cuEventSynchronize", d.cuEventSynchronize) &&
       // The _v2 entry needs a 12.8+ driver; timing needs nothing it adds.
-      bind(lib, "cuEventElapsedTime", d.cuEventElapsedTime);
+      bind(lib, "cuEventElapsedTime", d.cuEventElapsedTime) &&
+      bind(lib, "cuStreamWaitEvent", d.cuStreamWaitEvent) &&
+      bind(lib, "cuPointerGetAttribute", d.cuPointerGetAttribute);
   if (!ok) {
     driver.error = "the CUDA driver lacks a required entry point";
     return;
@@ -1517,7 +1521,14 @@ struct RunContext {
   Marks directMarks;
   /// The profile generation the graphs were captured under.
   unsigned profileGeneration = 0;
+  /// Stream-ordered runs: the caller's work before the run, and the run.
+  CUevent callerReady = nullptr, runDone = nullptr;
 };
+
+/// Set by mcc_run_on_stream for the calling thread's next run: order it on
+/// this stream of the caller instead of waiting for it.
+thread_local bool callerOrdered = false;
+thread_local CUstream callerStream = nullptr;
 
 /// Device milliseconds of the calling thread's last run (-1: none timed).
 thread_local double lastRunMs = -1;
@@ -1685,6 +1696,38 @@ SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
   if (!ensureBuffers(*ctx, bytes, n))
     return 3;
   ShapeGraph &shape = shapeGraph(*ctx, dims, numDims);
+  if (callerOrdered) {
+    // Device buffers only: a host buffer would be read or written after the
+    // call returned.
+    for (int64_t i = 0; i < n; ++i) {
+      unsigned type = 0;
+      if (bytes[i] &&
+          (driver.cuPointerGetAttribute(
+               &type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+               static_cast<CUdeviceptr>(
+                   reinterpret_cast<uintptr_t>(hostBuffers[i]))) !=
+               CUDA_SUCCESS ||
+           type != CU_MEMORYTYPE_DEVICE)) {
+        lastError = std::string(i < numInputs ? "input " : "output ") +
+                    std::to_string(i < numInputs ? i : i - numInputs) +
+                    " is not in device memory: a stream-ordered run takes "
+                    "device buffers only";
+        return 6;
+      }
+    }
+    if ((!ctx->callerReady &&
+         !check(driver.cuEventCreate(&ctx->callerReady,
+                                     CU_EVENT_DISABLE_TIMING),
+                "creating an event")) ||
+        (!ctx->runDone &&
+         !check(driver.cuEventCreate(&ctx->runDone, CU_EVENT_DISABLE_TIMING),
+                "creating an event")))
+      return 3;
+    check(driver.cuEventRecord(ctx->callerReady, callerStream),
+          "ordering the run after the caller's stream");
+    check(driver.cuStreamWaitEvent(ctx->stream, ctx->callerReady, 0),
+          "ordering the run after the caller's stream");
+  }
   runStream = ctx->stream;
   // cuMemcpyAsync infers each copy's direction from the pointer (unified
   // addressing): host arrays are uploaded, and device pointers (CUDA tensors
@@ -1753,8 +1796,18 @@ SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
       check(driver.cuMemcpyAsync(address(hostBuffers[i]), ctx->buffers[i],
                                  bytes[i], ctx->stream),
             "copying an output out of the run");
-  check(driver.cuStreamSynchronize(ctx->stream), "running the model");
   lastRunMs = -1;
+  if (callerOrdered) {
+    // The caller's later work waits for the run on the GPU, not here.
+    check(driver.cuEventRecord(ctx->runDone, ctx->stream),
+          "ordering the caller's stream after the run");
+    check(driver.cuStreamWaitEvent(callerStream, ctx->runDone, 0),
+          "ordering the caller's stream after the run");
+    runStream = nullptr;
+    ++shape.runs;
+    return runFailed ? 4 : 0;
+  }
+  check(driver.cuStreamSynchronize(ctx->stream), "running the model");
   float ms = 0;
   if (!runFailed && timed &&
       driver.cuEventElapsedTime(&ms, ctx->runStart, ctx->runEnd) ==
@@ -1773,6 +1826,13 @@ SHIM_HIDDEN int32_t mcc_cuda_run(void **hostBuffers, int64_t numInputs,
 /// Device time of the calling thread's last run: its kernels and products,
 /// from the first launch to the last, without the input and output copies.
 SHIM_EXPORT double mcc_cuda_last_run_ms() { return lastRunMs; }
+
+/// on = 1: the calling thread's next runs are ordered on `stream` (a
+/// CUstream of the caller) and return without waiting; 0: synchronous.
+SHIM_EXPORT void mcc_cuda_set_caller_stream(int on, void *stream) {
+  callerOrdered = on != 0;
+  callerStream = static_cast<CUstream>(stream);
+}
 
 /// 1: start (or restart) the per-kernel profile, clearing it; 0: stop.
 SHIM_EXPORT void mcc_cuda_set_profiling(int on) {
