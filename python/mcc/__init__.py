@@ -126,6 +126,13 @@ assert ctypes.sizeof(CTensorInfo) == 144 and CTensorInfo.shape.offset == 16 and 
 assert ctypes.sizeof(CTensor) == 80 and CTensor.shape.offset == 16
 
 
+class CKernelTime(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("launches", ctypes.c_int64), ("total_ms", ctypes.c_double)]
+
+
+KernelTime = namedtuple("KernelTime", "name launches_per_run ms_per_run")
+
+
 class Runtime:
     """The loaded libmccrt with its function signatures declared."""
 
@@ -181,6 +188,17 @@ class Runtime:
             self.run_on_stream.argtypes = [P, ctypes.POINTER(CTensor), ctypes.c_size_t,
                                            ctypes.POINTER(CTensor), ctypes.c_size_t,
                                            ctypes.c_void_p]
+        # GPU timing (absent from runtimes older than this binding).
+        self.has_gpu_timing = hasattr(lib, "mcc_model_kernel_profile")
+        if self.has_gpu_timing:
+            lib.mcc_model_last_run_device_ms.restype = ctypes.c_int
+            lib.mcc_model_last_run_device_ms.argtypes = [P, ctypes.POINTER(ctypes.c_double)]
+            lib.mcc_model_set_kernel_profiling.restype = ctypes.c_int
+            lib.mcc_model_set_kernel_profiling.argtypes = [P, ctypes.c_int]
+            lib.mcc_model_kernel_profile.restype = ctypes.c_int
+            lib.mcc_model_kernel_profile.argtypes = [P, ctypes.POINTER(CKernelTime), ctypes.c_size_t,
+                                                     ctypes.POINTER(ctypes.c_size_t),
+                                                     ctypes.POINTER(ctypes.c_int64)]
         lib.mcc_tensor_free_data.restype = None
         lib.mcc_tensor_free_data.argtypes = [ctypes.POINTER(CTensor)]
         self.lib = lib
@@ -361,6 +379,46 @@ class Model:
         if not self._handle:
             raise MccError(f"{self.path}: the model is closed")
         return self._handle
+
+    # -- GPU timing (cuda models) -------------------------------------------
+    def _gpu_timing(self):
+        if not self.runtime.has_gpu_timing:
+            raise MccError(f"{self.runtime.path}: this runtime has no GPU timing (rebuild libmccrt)")
+        return self.runtime.lib
+
+    def last_run_device_ms(self):
+        """Device time in ms (CUDA events) of this thread's last run of a
+        cuda model that waited for the GPU (host arrays, or mcc_run); a
+        stream-ordered run on CUDA tensors is not timed."""
+        ms = ctypes.c_double()
+        self.runtime.check(self._gpu_timing().mcc_model_last_run_device_ms(self._live(), ctypes.byref(ms)))
+        return ms.value
+
+    def kernel_profile(self, feeds, runs=20):
+        """Profiles `runs` runs of a cuda model on `feeds` (after 3 warm-up
+        runs; CUDA tensors are read to the host first, so the runs wait for
+        the GPU). Returns [KernelTime(name, launches_per_run, ms_per_run)],
+        longest first; each time includes the event recorded before its
+        launch (see `mcc bench --kernels`)."""
+        lib, handle = self._gpu_timing(), self._live()
+        feeds = {k: (v.detach().cpu().numpy() if _is_torch(v) else v) for k, v in dict(feeds).items()}
+        self.runtime.check(lib.mcc_model_set_kernel_profiling(handle, 1))
+        try:
+            for _ in range(3):
+                self.run(feeds)
+            lib.mcc_model_set_kernel_profiling(handle, 1)  # clears the warm-up
+            for _ in range(runs):
+                self.run(feeds)
+            count, n = ctypes.c_size_t(), ctypes.c_int64()
+            self.runtime.check(lib.mcc_model_kernel_profile(handle, None, 0, ctypes.byref(count), None))
+            entries = (CKernelTime * max(1, count.value))()
+            self.runtime.check(lib.mcc_model_kernel_profile(handle, entries, count.value,
+                                                            ctypes.byref(count), ctypes.byref(n)))
+            per = 1.0 / max(1, n.value)
+            return [KernelTime(e.name.decode(), e.launches * per, e.total_ms * per)
+                    for e in entries[:count.value]]
+        finally:
+            lib.mcc_model_set_kernel_profiling(handle, 0)
 
     # -- running ----------------------------------------------------------
     def _feeds(self, args, named):

@@ -119,6 +119,16 @@ class LoaderTest(unittest.TestCase):
         call()
         self.check_outputs(outs, ref)
 
+    def test_gpu_timing_refused_for_cpu(self):
+        feeds, _ = data("resnet-ts")
+        m = self.load("resnet-ts")
+        m.run(feeds)
+        for fn in (m.last_run_device_ms, lambda: m.kernel_profile(feeds, runs=2)):
+            with self.assertRaises(mcc.MccError) as cm:
+                fn()
+            self.assertIn("need a model compiled with --target cuda", str(cm.exception))
+            self.assertIn("target is cpu", str(cm.exception))
+
     def test_wrong_shape(self):
         feeds, _ = data("resnet-ts")
         m = self.load("resnet-ts")
