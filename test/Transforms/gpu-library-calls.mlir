@@ -266,6 +266,60 @@ func.func @buffer_reused_by_layers(%x: memref<1x8x2x8xf32>, %y: memref<1x8x2x8xf
   return
 }
 
+// GPT-2's order: V's head copy comes first, then Q's; when V's product is
+// reached, Q's has become a call that reads the same source (and writes
+// only its C), so V's copy folds too. A call that writes the source in
+// between keeps the copy.
+// CHECK-LABEL: func.func @values_copied_before_scores
+// CHECK-NOT: linalg.generic
+// CHECK: call @mcc_gpu_sgemm_batched
+// CHECK: %[[V:.*]] = memref.reinterpret_cast %{{.*}} to offset: [%{{.*}}], sizes: [2, 8, 8], strides: [8, 16, 1]
+// CHECK: %[[VC:.*]] = memref.cast %[[V]]
+// CHECK: call @mcc_gpu_sgemm_batched(%{{.*}}, %[[VC]],
+// CHECK-LABEL: func.func @values_source_written_by_a_product
+// CHECK: linalg.generic
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @values_copied_before_scores(%q: memref<1x8x2x8xf32>, %vs: memref<1x8x2x8xf32>, %k: memref<2x8x8xf32>,
+                                       %s: memref<2x8x8xf32>, %c: memref<2x8x8xf32>) {
+  %v = memref.alloc() : memref<1x2x8x8xf32>
+  linalg.generic {indexing_maps = [#heads, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%vs : memref<1x8x2x8xf32>) outs(%v : memref<1x2x8x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  %qt = memref.alloc() : memref<1x2x8x8xf32>
+  linalg.generic {indexing_maps = [#heads, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%vs : memref<1x8x2x8xf32>) outs(%qt : memref<1x2x8x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  %q3 = memref.collapse_shape %qt [[0, 1], [2], [3]] : memref<1x2x8x8xf32> into memref<2x8x8xf32>
+  linalg.batch_matmul ins(%q3, %k : memref<2x8x8xf32>, memref<2x8x8xf32>) outs(%s : memref<2x8x8xf32>)
+  %v3 = memref.collapse_shape %v [[0, 1], [2], [3]] : memref<1x2x8x8xf32> into memref<2x8x8xf32>
+  linalg.batch_matmul ins(%s, %v3 : memref<2x8x8xf32>, memref<2x8x8xf32>) outs(%c : memref<2x8x8xf32>)
+  memref.dealloc %v : memref<1x2x8x8xf32>
+  memref.dealloc %qt : memref<1x2x8x8xf32>
+  return
+}
+func.func @values_source_written_by_a_product(%vs: memref<1x8x2x8xf32>, %k: memref<2x8x8xf32>,
+                                              %s: memref<2x8x8xf32>, %c: memref<2x8x8xf32>) {
+  %v = memref.alloc() : memref<1x2x8x8xf32>
+  linalg.generic {indexing_maps = [#heads, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%vs : memref<1x8x2x8xf32>) outs(%v : memref<1x2x8x8xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  %vs3 = memref.collapse_shape %vs [[0, 1], [2, 3]] : memref<1x8x2x8xf32> into memref<8x16xf32>
+  %kk = memref.subview %k[0, 0, 0] [1, 8, 8] [1, 1, 1] : memref<2x8x8xf32> to memref<8x8xf32, strided<[8, 1]>>
+  %w = memref.alloc() : memref<8x16xf32>
+  linalg.matmul ins(%kk, %w : memref<8x8xf32, strided<[8, 1]>>, memref<8x16xf32>) outs(%vs3 : memref<8x16xf32>)
+  %v3 = memref.collapse_shape %v [[0, 1], [2], [3]] : memref<1x2x8x8xf32> into memref<2x8x8xf32>
+  linalg.batch_matmul ins(%s, %v3 : memref<2x8x8xf32>, memref<2x8x8xf32>) outs(%c : memref<2x8x8xf32>)
+  memref.dealloc %v : memref<1x2x8x8xf32>
+  return
+}
+
 // A Linear layer's bias: the add moves into the product (cuBLASLt's bias
 // epilogue), and the copy left of the generic goes too: the product writes
 // the generic's buffer.
