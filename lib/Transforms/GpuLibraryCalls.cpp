@@ -7,10 +7,14 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
 
 namespace mcc {
 #define GEN_PASS_DEF_GPULIBRARYCALLS
@@ -485,6 +489,143 @@ foldPermutedOutput(OpBuilder &b, linalg::LinalgOp product, Value output,
   return std::make_pair(folded, scale);
 }
 
+/// The value of a one-input elementwise body at x = `value` (computed in
+/// double), or none if it uses an op this does not know or another input.
+std::optional<double> evaluateBody(Block &body, BlockArgument x, double value) {
+  llvm::DenseMap<Value, double> known;
+  known[x] = value;
+  auto valueOf = [&](Value v) -> std::optional<double> {
+    if (auto it = known.find(v); it != known.end())
+      return it->second;
+    FloatAttr constant;
+    if (matchPattern(v, m_Constant(&constant)))
+      return constant.getValueAsDouble();
+    return std::nullopt;
+  };
+  for (Operation &op : body) {
+    if (auto yield = dyn_cast<linalg::YieldOp>(op))
+      return yield.getNumOperands() == 1 ? valueOf(yield.getOperand(0))
+                                         : std::nullopt;
+    SmallVector<double> in;
+    for (Value operand : op.getOperands()) {
+      std::optional<double> v = valueOf(operand);
+      if (!v)
+        return std::nullopt;
+      in.push_back(*v);
+    }
+    std::optional<double> r;
+    if (isa<arith::ConstantOp>(op)) {
+      r = valueOf(op.getResult(0));
+    } else if (in.size() == 1) {
+      double a = in[0];
+      r = TypeSwitch<Operation *, std::optional<double>>(&op)
+              .Case([&](arith::NegFOp) { return -a; })
+              .Case([&](math::TanhOp) { return std::tanh(a); })
+              .Case([&](math::ExpOp) { return std::exp(a); })
+              .Case([&](math::SqrtOp) { return std::sqrt(a); })
+              .Case([&](math::ErfOp) { return std::erf(a); })
+              .Case([&](math::AbsFOp) { return std::fabs(a); })
+              .Default([](Operation *) { return std::nullopt; });
+    } else if (in.size() == 2) {
+      double a = in[0], b = in[1];
+      r = TypeSwitch<Operation *, std::optional<double>>(&op)
+              .Case([&](arith::AddFOp) { return a + b; })
+              .Case([&](arith::SubFOp) { return a - b; })
+              .Case([&](arith::MulFOp) { return a * b; })
+              .Case([&](arith::DivFOp) { return a / b; })
+              .Case([&](arith::MaximumFOp) { return std::max(a, b); })
+              .Case([&](arith::MinimumFOp) { return std::min(a, b); })
+              .Case([&](math::PowFOp) { return std::pow(a, b); })
+              .Default([](Operation *) { return std::nullopt; });
+    }
+    if (!r || op.getNumResults() != 1)
+      return std::nullopt;
+    known[op.getResult(0)] = *r;
+  }
+  return std::nullopt;
+}
+
+/// True if the body computes GELU's tanh form of `x` (GPT-2's gelu_new,
+/// what cuBLASLt's GELU epilogue computes), however the exporter wrote it:
+/// judged by its values, which also tells it from the erf form (they
+/// differ by up to 5e-4).
+bool isTanhGelu(Block &body, BlockArgument x) {
+  for (double v : {-9.5, -4.2, -2.0, -1.3, -0.6, -0.05, 0.0, 0.02, 0.37, 0.9,
+                   1.7, 3.1, 7.5}) {
+    double want =
+        0.5 * v *
+        (1.0 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+    std::optional<double> got = evaluateBody(body, x, v);
+    if (!got || !(std::fabs(*got - want) <= 1e-6 * (1.0 + std::fabs(want))))
+      return false;
+  }
+  return true;
+}
+
+/// After its bias was absorbed: `product`'s output R (a whole buffer) whose
+/// next and only reader is an elementwise generic computing GELU's tanh form
+/// of R alone into a buffer G of its own. The product writes G (a
+/// row-major view) with cuBLASLt's GELU epilogue, and the generic goes.
+/// Returns the view, or null.
+Value absorbTanhGelu(RewriterBase &rw, linalg::MatmulOp product,
+                     Value output) {
+  auto alloc = output.getDefiningOp<memref::AllocOp>();
+  if (!alloc || !alloc.getType().hasStaticShape() ||
+      !alloc.getType().getLayout().isIdentity())
+    return {};
+  Block *block = product->getBlock();
+  auto users = orderedUsers(alloc.getResult(), block);
+  if (failed(users))
+    return {};
+  std::optional<size_t> at = onlyPosition(*users, product);
+  if (!at || *at + 1 >= users->size())
+    return {};
+  auto [next, view] = (*users)[*at + 1];
+  auto generic = dyn_cast<linalg::GenericOp>(next);
+  if (!generic || !generic.hasPureBufferSemantics() ||
+      generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
+      generic.getNumReductionLoops() != 0 || !onlyPosition(*users, generic) ||
+      generic.getDpsInputs()[0] != view ||
+      (*at + 2 < users->size() &&
+       !overwrites((*users)[*at + 2].first, alloc.getResult())))
+    return {};
+  for (AffineMap map : generic.getIndexingMapsArray())
+    if (!map.isIdentity())
+      return {};
+  auto target = generic.getDpsInits()[0].getDefiningOp<memref::AllocOp>();
+  auto viewType = cast<MemRefType>(view.getType());
+  if (!target || target->getBlock() != block ||
+      target.getType() != viewType.clone(viewType.getShape()) ||
+      !viewType.getLayout().isIdentity() ||
+      (view != alloc.getResult() &&
+       !isa_and_present<memref::ExpandShapeOp, memref::CollapseShapeOp>(
+           view.getDefiningOp())))
+    return {};
+  Block &body = generic.getRegion().front();
+  if (!body.getArgument(1).use_empty() ||
+      !isTanhGelu(body, body.getArgument(0)))
+    return {};
+  // Nothing may touch G between the product and the generic.
+  auto targetUsers = orderedUsers(target.getResult(), block);
+  if (failed(targetUsers))
+    return {};
+  for (auto [user, through] : *targetUsers)
+    if (product->isBeforeInBlock(user) && user->isBeforeInBlock(generic))
+      return {};
+  if (product->isBeforeInBlock(target))
+    target->moveBefore(product);
+  // R and G hold the same elements in the same row-major order.
+  ArrayRef<int64_t> shape = alloc.getType().getShape();
+  Strided rowMajor{SmallVector<int64_t>(shape), {shape[1], 1}};
+  rw.setInsertionPoint(product);
+  Value written = stridedView(rw, product.getLoc(), target.getResult(),
+                              rowMajor);
+  rw.eraseOp(generic);
+  if (Operation *reshape = view.getDefiningOp(); reshape && view.use_empty())
+    rw.eraseOp(reshape);
+  return written;
+}
+
 /// A Linear layer's bias: `product`'s output R (overwritten, a whole
 /// buffer) whose next use is a generic that adds a vector along R's
 /// columns as the first thing it does with each element of R, and nothing
@@ -676,8 +817,16 @@ struct GpuLibraryCallsPass
             alpha *= folded->second;
           }
       }
+      bool gelu = false;
+      if (bias)
+        if (Value view = absorbTanhGelu(
+                rewriter, cast<linalg::MatmulOp>(op.getOperation()),
+                operands[2])) {
+          operands[2] = view;
+          gelu = true;
+        }
       if (bias) {
-        name = "mcc_gpu_sgemm_bias";
+        name = gelu ? "mcc_gpu_sgemm_bias_gelu" : "mcc_gpu_sgemm_bias";
         declare(name, rank, /*withBias=*/true);
         operands.push_back(bias);
       }

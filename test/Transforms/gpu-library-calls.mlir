@@ -323,6 +323,113 @@ func.func @values_source_written_by_a_product(%vs: memref<1x8x2x8xf32>, %k: memr
 // A Linear layer's bias: the add moves into the product (cuBLASLt's bias
 // epilogue), and the copy left of the generic goes too: the product writes
 // the generic's buffer.
+// GPT-2's MLP: bias, then GELU's tanh form (x^3 as a powf, as the
+// TorchScript exporter writes it). Both go into the product's epilogue and
+// the product writes the GELU's buffer. The erf form (BERT's) differs by
+// up to 5e-4 and stays a generic, as does a GELU whose input is read again.
+// CHECK-LABEL: func.func @bias_then_tanh_gelu
+// CHECK-NOT: linalg.generic
+// CHECK-NOT: math.tanh
+// CHECK: %[[BASE:[a-z0-9_]+]], %{{.*}} = memref.extract_strided_metadata %[[G:[a-z0-9_]+]]
+// CHECK: %[[VIEW:.*]] = memref.reinterpret_cast %[[BASE]] to offset: [%{{.*}}], sizes: [4, 16], strides: [16, 1]
+// CHECK: %[[C:.*]] = memref.cast %[[VIEW]]
+// CHECK: call @mcc_gpu_sgemm_bias_gelu(%{{.*}}, %{{.*}}, %[[C]], %{{.*}},
+// CHECK: memref.copy %[[G]], %arg3
+// CHECK-LABEL: func.func @bias_then_erf_gelu
+// CHECK: call @mcc_gpu_sgemm_bias(
+// CHECK: linalg.generic
+// CHECK: math.erf
+// CHECK-LABEL: func.func @tanh_gelu_input_read_again
+// CHECK: call @mcc_gpu_sgemm(
+// CHECK: linalg.generic
+// CHECK: math.tanh
+func.func @bias_then_tanh_gelu(%a: memref<4x8xf32>, %w: memref<8x16xf32>, %b: memref<16xf32>, %out: memref<1x4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %one = arith.constant 1.0 : f32
+  %three = arith.constant 3.0 : f32
+  %c = arith.constant 0.044715 : f32
+  %k = arith.constant 0.797884583 : f32
+  %r = memref.alloc() : memref<4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%r : memref<4x16xf32>)
+  linalg.matmul ins(%a, %w : memref<4x8xf32>, memref<8x16xf32>) outs(%r : memref<4x16xf32>)
+  %r3 = memref.expand_shape %r [[0, 1], [2]] output_shape [1, 4, 16] : memref<4x16xf32> into memref<1x4x16xf32>
+  %g = memref.alloc() : memref<1x4x16xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>],
+                  iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%r3, %b : memref<1x4x16xf32>, memref<16xf32>) outs(%g : memref<1x4x16xf32>) {
+  ^bb0(%in: f32, %bias: f32, %o: f32):
+    %x = arith.addf %in, %bias : f32
+    %p = math.powf %x, %three : f32
+    %p2 = arith.mulf %p, %c : f32
+    %s = arith.addf %x, %p2 : f32
+    %t = arith.mulf %s, %k : f32
+    %th = math.tanh %t : f32
+    %u = arith.addf %th, %one : f32
+    %h = arith.mulf %x, %half : f32
+    %y = arith.mulf %h, %u : f32
+    linalg.yield %y : f32
+  }
+  memref.dealloc %r : memref<4x16xf32>
+  memref.copy %g, %out : memref<1x4x16xf32> to memref<1x4x16xf32>
+  return
+}
+func.func @bias_then_erf_gelu(%a: memref<4x8xf32>, %w: memref<8x16xf32>, %b: memref<16xf32>, %out: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %one = arith.constant 1.0 : f32
+  %rsqrt2 = arith.constant 0.707106769 : f32
+  %r = memref.alloc() : memref<4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%r : memref<4x16xf32>)
+  linalg.matmul ins(%a, %w : memref<4x8xf32>, memref<8x16xf32>) outs(%r : memref<4x16xf32>)
+  %g = memref.alloc() : memref<4x16xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%r, %b : memref<4x16xf32>, memref<16xf32>) outs(%g : memref<4x16xf32>) {
+  ^bb0(%in: f32, %bias: f32, %o: f32):
+    %x = arith.addf %in, %bias : f32
+    %s = arith.mulf %x, %rsqrt2 : f32
+    %e = math.erf %s : f32
+    %u = arith.addf %e, %one : f32
+    %h = arith.mulf %x, %half : f32
+    %y = arith.mulf %h, %u : f32
+    linalg.yield %y : f32
+  }
+  memref.copy %g, %out : memref<4x16xf32> to memref<4x16xf32>
+  return
+}
+func.func @tanh_gelu_input_read_again(%a: memref<4x8xf32>, %w: memref<8x16xf32>, %b: memref<16xf32>,
+                                      %out: memref<4x16xf32>, %raw: memref<4x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %half = arith.constant 0.5 : f32
+  %one = arith.constant 1.0 : f32
+  %c = arith.constant 0.044715 : f32
+  %k = arith.constant 0.797884583 : f32
+  %r = memref.alloc() : memref<4x16xf32>
+  linalg.fill ins(%zero : f32) outs(%r : memref<4x16xf32>)
+  linalg.matmul ins(%a, %w : memref<4x8xf32>, memref<8x16xf32>) outs(%r : memref<4x16xf32>)
+  %g = memref.alloc() : memref<4x16xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%r, %b : memref<4x16xf32>, memref<16xf32>) outs(%g : memref<4x16xf32>) {
+  ^bb0(%in: f32, %bias: f32, %o: f32):
+    %x = arith.addf %in, %bias : f32
+    %x2 = arith.mulf %x, %x : f32
+    %x3 = arith.mulf %x2, %x : f32
+    %p2 = arith.mulf %x3, %c : f32
+    %s = arith.addf %x, %p2 : f32
+    %t = arith.mulf %s, %k : f32
+    %th = math.tanh %t : f32
+    %u = arith.addf %th, %one : f32
+    %h = arith.mulf %x, %half : f32
+    %y = arith.mulf %h, %u : f32
+    linalg.yield %y : f32
+  }
+  memref.copy %g, %out : memref<4x16xf32> to memref<4x16xf32>
+  memref.copy %r, %raw : memref<4x16xf32> to memref<4x16xf32>
+  return
+}
+
 // CHECK-LABEL: func.func @linear_bias
 // CHECK-NOT: linalg.generic
 // CHECK: %[[BASE:[a-z0-9_]+]], %{{.*}} = memref.extract_strided_metadata %[[OUT:[a-z0-9_]+]]

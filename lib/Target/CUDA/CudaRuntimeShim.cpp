@@ -719,12 +719,15 @@ struct GemmShape {
   /// C += a bias vector along its rows (C[i, j] += bias[j]) after the
   /// product: cuBLASLt's bias epilogue, or a kernel after sgemm.
   bool bias = false;
+  /// Then C = gelu(C), GELU's tanh form (GPT-2's): cuBLASLt's GELU_BIAS
+  /// epilogue, or the bias kernel's GELU variant after sgemm.
+  bool gelu = false;
   bool operator<(const GemmShape &o) const {
     return std::tie(m, n, k, lda, ldb, ldc, batch, aBatch, bBatch, cBatch,
-                    accumulate, transA, transB, bias) <
+                    accumulate, transA, transB, bias, gelu) <
            std::tie(o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.batch, o.aBatch,
                     o.bBatch, o.cBatch, o.accumulate, o.transA, o.transB,
-                    o.bias);
+                    o.bias, o.gelu);
   }
 };
 
@@ -838,10 +841,13 @@ CUfunction splitKernel() {
   return fn;
 }
 
-/// C[r, :] += bias for every row of a product's m x n output.
+/// C[r, :] += bias for every row of a product's m x n output (then
+/// C = gelu(C) with `gelu`).
 int launchAddBias(int64_t m, int64_t n, int64_t ldc, float *c,
-                  const float *bias) {
-  static CUfunction fn = shimKernel("mcc_add_bias_rows");
+                  const float *bias, bool gelu) {
+  static CUfunction plain = shimKernel("mcc_add_bias_rows");
+  static CUfunction withGelu = shimKernel("mcc_add_bias_gelu_rows");
+  CUfunction fn = gelu ? withGelu : plain;
   if (!fn)
     return -1;
   void *params[] = {&c, &n, &ldc, &bias};
@@ -978,7 +984,7 @@ int runSgemm(const GemmShape &s, float alpha, const float *a, const float *b,
                                           s.aBatch, &beta, c, s.ldc, s.cBatch,
                                           s.batch);
   if (rc == 0 && s.bias)
-    rc = launchAddBias(s.m, s.n, s.ldc, c, bias);
+    rc = launchAddBias(s.m, s.n, s.ldc, c, bias, s.gelu);
   return rc;
 }
 
@@ -1175,7 +1181,8 @@ bool ltProblem(const GemmShape &s, LtThread &t, cublasComputeType_t compute,
       lt.layoutCreate(&call.cLayout, CUDA_R_32F, s.n, s.m, s.ldc) == 0;
   // The bias goes with the product that runs last (the split's hi part).
   if (ok && s.bias && part != Part::Rest) {
-    uint32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    uint32_t epilogue =
+        s.gelu ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
     ok = lt.descSet(call.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                     sizeof(epilogue)) == 0;
     call.bias = true;
@@ -1254,6 +1261,8 @@ std::string gemmLabel(const GemmShape &s, const GemmPlan &p) {
     l += " batch=" + std::to_string(s.batch);
   if (s.bias)
     l += " +bias";
+  if (s.gelu)
+    l += " +gelu";
   return l;
 }
 
@@ -1459,6 +1468,21 @@ SHIM_HIDDEN void mcc_gpu_sgemm_bias(float *, float *a, int64_t aOff, int64_t m,
                                     int64_t, float alpha, float beta) {
   GemmShape s = gemmShape(1, m, n, k, aS0, aS1, bS0, bS1, ldc, 0, 0, 0, beta);
   s.bias = true;
+  gemm(s, alpha, a + aOff, b + bOff, c + cOff, bias + biasOff);
+}
+
+/// The same, then C = gelu(C) (tanh form): a Linear layer and GPT-2's GELU.
+SHIM_HIDDEN void
+mcc_gpu_sgemm_bias_gelu(float *, float *a, int64_t aOff, int64_t m, int64_t k,
+                        int64_t aS0, int64_t aS1, float *, float *b,
+                        int64_t bOff, int64_t, int64_t n, int64_t bS0,
+                        int64_t bS1, float *, float *c, int64_t cOff, int64_t,
+                        int64_t, int64_t ldc, int64_t, float *, float *bias,
+                        int64_t biasOff, int64_t, int64_t, float alpha,
+                        float beta) {
+  GemmShape s = gemmShape(1, m, n, k, aS0, aS1, bS0, bS1, ldc, 0, 0, 0, beta);
+  s.bias = true;
+  s.gelu = true;
   gemm(s, alpha, a + aOff, b + bOff, c + cOff, bias + biasOff);
 }
 

@@ -15,8 +15,9 @@
 //
 // mcc_tf32x3_split writes the two parts of one operand. The CUDA runtime
 // shim embeds this file as a fatbin (built by nvcc) and launches its kernels
-// through the driver; mcc_add_bias_rows, the bias of a product that plain
-// sgemm runs, lives here too, as the shim's other hand-written kernel.
+// through the driver; mcc_add_bias_rows and mcc_add_bias_gelu_rows, the
+// epilogues of a product that plain sgemm runs, live here too, as the
+// shim's other hand-written kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,4 +63,18 @@ extern "C" __global__ void mcc_add_bias_rows(float *__restrict__ c, int64_t n,
   float *row = c + blockIdx.x * ldc;
   for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
     row[j] += bias[j];
+}
+
+/// C[r, c] = gelu(C[r, c] + bias[c]), GELU's tanh form
+/// 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))): the epilogue of a
+/// product that plain sgemm runs when its output feeds GPT-2's GELU.
+extern "C" __global__ void
+mcc_add_bias_gelu_rows(float *__restrict__ c, int64_t n, int64_t ldc,
+                       const float *__restrict__ bias) {
+  float *row = c + blockIdx.x * ldc;
+  for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+    float x = row[j] + bias[j];
+    row[j] = 0.5f * x *
+             (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+  }
 }
