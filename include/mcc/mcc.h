@@ -156,15 +156,21 @@ mcc_status mcc_run_on_stream(const mcc_model *model, const mcc_tensor *inputs,
  * its kernels and library calls (the input and output copies excluded). */
 mcc_status mcc_model_last_run_device_ms(const mcc_model *model, double *ms);
 
-/* Per-kernel profile of GPU runs: enable = 1 starts it (clearing what it
- * holds), 0 stops it. While on, every launch of a run is preceded by a
- * CUDA event (a node in the run's CUDA graph), so runs take slightly
- * longer; the graphs are recaptured at each switch. */
+/* Per-kernel (GPU) or per-op (CPU) profile: enable = 1 starts it (clearing
+ * what it holds), 0 stops it (keeping what it holds); not while the model
+ * runs. On the GPU every
+ * launch of a run is then preceded by a CUDA event (a node in the run's
+ * CUDA graph), so runs take slightly longer; the graphs are recaptured at
+ * each switch. On the CPU each op of the model's forward function (a
+ * parallel loop nest, a product, a copy) is timed by the wall clock from
+ * its start to the next op's. */
 mcc_status mcc_model_set_kernel_profiling(mcc_model *model, int enable);
 
-/* What ran, by name: a generated kernel, a product ("gemm <how> m= n= k=")
- * or a copy, with its launches and total device time over the profiled
- * runs. */
+/* What ran, by name. GPU: a generated kernel, a product ("gemm <how> m= n=
+ * k=") or a copy, with its launches and total device time over the
+ * profiled runs. CPU: "#<position> <what> <output shape> [<ONNX nodes>]"
+ * (what: matmul, map or reduce with the math it calls, copy, ...), with
+ * the times it ran and its total wall time. */
 typedef struct mcc_kernel_time {
   const char *name; /* valid until the next call on this model */
   int64_t launches;

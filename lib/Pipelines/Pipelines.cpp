@@ -38,8 +38,10 @@ const StageText kCpuStages[] = {
      "canonicalize"},
     {"mcc-cpu-loops",
      "linalg to loops; tile loops become OpenMP worksharing loops",
-     // bf16 computes in f32; only its two conversions stay, as integer ops.
-     "math-extend-to-supported-types{extra-types=f16 target-type=f32},"
+     // Per-op profile marks first, while each op at the top of forward is
+     // still one unit of the run. bf16 computes in f32; only its two
+     // conversions stay, as integer ops.
+     "mcc-cpu-profile-marks,math-extend-to-supported-types{extra-types=f16 target-type=f32},"
      "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
      "func.func(mcc-expand-bf16),"
      "func.func(mcc-strided-copy-to-linalg),func.func(mcc-register-tile-"

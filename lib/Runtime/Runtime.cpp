@@ -196,6 +196,21 @@ void *cudaEntry(const mcc_model *model, const char *name) {
   return fn;
 }
 
+/// A per-op profile entry: the CUDA shim's, or the CPU model's (marks the
+/// CPU pipeline puts around each op; models built before them have none).
+void *profileEntry(const mcc_model *model, const char *cudaName,
+                   const char *cpuName) {
+  if (void *fn = dlsym(model->handle, cudaName))
+    return fn;
+  void *fn = dlsym(model->handle, cpuName);
+  if (!fn)
+    fail(MCC_ERROR_INVALID_ARGUMENT,
+         "%s: this model has no per-op profile (it was compiled by an mcc "
+         "without one; compile it again)",
+         model->path.c_str());
+  return fn;
+}
+
 mcc_status runModel(const mcc_model *model, const mcc_tensor *inputs,
                     size_t numInputs, mcc_tensor *outputs, size_t numOutputs);
 
@@ -673,7 +688,7 @@ MCC_API mcc_status mcc_model_set_kernel_profiling(mcc_model *model,
   if (!model)
     return fail(MCC_ERROR_INVALID_ARGUMENT, "model is null");
   auto fn = reinterpret_cast<void (*)(int)>(
-      cudaEntry(model, "mcc_cuda_set_profiling"));
+      profileEntry(model, "mcc_cuda_set_profiling", "mcc_cpu_set_profiling"));
   if (!fn)
     return MCC_ERROR_INVALID_ARGUMENT;
   fn(enable);
@@ -687,7 +702,7 @@ MCC_API mcc_status mcc_model_kernel_profile(const mcc_model *model,
   if (!model || (capacity && !out))
     return fail(MCC_ERROR_INVALID_ARGUMENT, "model or out is null");
   auto fn = reinterpret_cast<int64_t (*)(char *, int64_t)>(
-      cudaEntry(model, "mcc_cuda_profile_text"));
+      profileEntry(model, "mcc_cuda_profile_text", "mcc_cpu_profile_text"));
   if (!fn)
     return MCC_ERROR_INVALID_ARGUMENT;
   std::string text(static_cast<size_t>(fn(nullptr, 0)) + 1, '\0');

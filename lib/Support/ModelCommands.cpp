@@ -191,9 +191,6 @@ int benchModelCommand(const std::string &modelPath, const std::string &input,
   ModelPtr model;
   if (!loadModel(modelPath, model))
     return 1;
-  if (kernels && std::string(mcc_model_target(model.get())) != "cuda")
-    return report("--kernels profiles GPU runs: " + modelPath +
-                  " was compiled for " + mcc_model_target(model.get()));
   if (numThreads > 0 && mcc_set_num_threads(numThreads) != MCC_OK)
     return report(mcc_last_error());
   size_t nin = mcc_model_num_inputs(model.get());
@@ -333,8 +330,9 @@ int benchModelCommand(const std::string &modelPath, const std::string &input,
   }
   Percentiles wall(ms), device(deviceMs);
 
-  // The per-kernel profile: its own runs, after the timed ones (profiling
-  // adds an event per launch), the first recapturing the run's graph.
+  // The per-kernel (GPU) or per-op (CPU) profile: its own runs, after the
+  // timed ones (profiling adds an event per launch, a clock read per op),
+  // the first recapturing the run's graph.
   std::vector<mcc_kernel_time> kernelTimes;
   int64_t profiledRuns = 0;
   std::vector<double> profiledMs;
@@ -346,10 +344,13 @@ int benchModelCommand(const std::string &modelPath, const std::string &input,
         return report(mcc_last_error());
     mcc_model_set_kernel_profiling(model.get(), 1); // clears the warm-up
     for (int i = 0; i < iterations; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
       if (!runOnce())
         return report(mcc_last_error());
-      double d;
-      if (mcc_model_last_run_device_ms(model.get(), &d) == MCC_OK)
+      double d = std::chrono::duration<double, std::milli>(
+                     std::chrono::steady_clock::now() - t0)
+                     .count();
+      if (!gpu || mcc_model_last_run_device_ms(model.get(), &d) == MCC_OK)
         profiledMs.push_back(d);
     }
     size_t count = 0;
@@ -407,12 +408,21 @@ int benchModelCommand(const std::string &modelPath, const std::string &input,
                 device.at(50), device.at(90), device.at(99), device.mean,
                 device.min);
   if (kernels) {
-    std::printf("\nper kernel, %lld profiled runs: %.0f launches per run, "
-                "device p50 %.3f ms with one event per launch (each time "
-                "below includes its event)\n",
-                static_cast<long long>(profiledRuns), launches * perRun,
-                Percentiles(profiledMs).at(50));
+    if (gpu)
+      std::printf("\nper kernel, %lld profiled runs: %.0f launches per run, "
+                  "device p50 %.3f ms with one event per launch (each time "
+                  "below includes its event)\n",
+                  static_cast<long long>(profiledRuns), launches * perRun,
+                  Percentiles(profiledMs).at(50));
+    else
+      std::printf("\nper op, %lld profiled runs: %.0f ops per run, wall p50 "
+                  "%.3f ms while profiled (an op's time runs from its start "
+                  "to the next op's: its parallel region's fork and join, "
+                  "and the allocations after it)\n",
+                  static_cast<long long>(profiledRuns), launches * perRun,
+                  Percentiles(profiledMs).at(50));
     // Generated kernels are mcc_<n>_<what>: first the totals by <what>.
+    // CPU ops are "#<n> <what> <shape> [<nodes>]": by <what>.
     std::map<std::string, std::pair<double, double>> kinds;
     for (const mcc_kernel_time &k : kernelTimes) {
       std::string kind = k.name;
@@ -421,6 +431,10 @@ int benchModelCommand(const std::string &modelPath, const std::string &input,
       else if (kind.rfind("mcc_", 0) == 0 &&
                kind.find('_', 4) != std::string::npos)
         kind = "generated " + kind.substr(kind.find('_', 4) + 1);
+      else if (kind.rfind("#", 0) == 0 && kind.find(' ') != std::string::npos)
+        kind = kind.substr(kind.find(' ') + 1,
+                           kind.find(' ', kind.find(' ') + 1) -
+                               kind.find(' ') - 1);
       kinds[kind].first += k.total_ms * perRun;
       kinds[kind].second += k.launches * perRun;
     }
@@ -429,13 +443,14 @@ int benchModelCommand(const std::string &modelPath, const std::string &input,
     std::sort(byKind.begin(), byKind.end(), [](const auto &a, const auto &b) {
       return a.second.first > b.second.first;
     });
-    std::printf("  %9s %7s %8s  %s\n", "ms/run", "share", "launches", "kind");
+    const char *times = gpu ? "launches" : "times";
+    std::printf("  %9s %7s %8s  %s\n", "ms/run", "share", times, "kind");
     for (const auto &[kind, t] : byKind)
       std::printf("  %9.4f %6.1f%% %8.1f  %s\n", t.first,
                   kernelMs > 0 ? 100.0 * t.first / (kernelMs * perRun) : 0.0,
                   t.second, kind.c_str());
-    std::printf("\n  %9s %7s %8s  %s\n", "ms/run", "share", "launches",
-                "name");
+    std::printf("\n  %9s %7s %8s  %s\n", "ms/run", "share", times,
+                gpu ? "name" : "op");
     for (const mcc_kernel_time &k : kernelTimes)
       std::printf("  %9.4f %6.1f%% %8.1f  %s\n", k.total_ms * perRun,
                   kernelMs > 0 ? 100.0 * k.total_ms / kernelMs : 0.0,

@@ -395,11 +395,13 @@ class Model:
         return ms.value
 
     def kernel_profile(self, feeds, runs=20):
-        """Profiles `runs` runs of a cuda model on `feeds` (after 3 warm-up
-        runs; CUDA tensors are read to the host first, so the runs wait for
-        the GPU). Returns [KernelTime(name, launches_per_run, ms_per_run)],
-        longest first; each time includes the event recorded before its
-        launch (see `mcc bench --kernels`)."""
+        """Profiles `runs` runs on `feeds` (after 3 warm-up runs; CUDA
+        tensors are read to the host first, so the runs wait for the GPU).
+        Returns [KernelTime(name, launches_per_run, ms_per_run)], longest
+        first: per kernel for a cuda model (each time includes the event
+        recorded before its launch), per op of the forward function for a
+        cpu model ("#<n> <what> <shape> [<ONNX nodes>]", wall time from the
+        op's start to the next op's). See `mcc bench --kernels`."""
         lib, handle = self._gpu_timing(), self._live()
         feeds = {k: (v.detach().cpu().numpy() if _is_torch(v) else v) for k, v in dict(feeds).items()}
         self.runtime.check(lib.mcc_model_set_kernel_profiling(handle, 1))

@@ -169,12 +169,6 @@ TEST_F(RuntimeTest, GpuTimingAndStreamRunsAreRefusedForCpuModels) {
   std::string msg = mcc_last_error();
   EXPECT_NE(msg.find("--target cuda"), std::string::npos) << msg;
   EXPECT_NE(msg.find("target is cpu"), std::string::npos) << msg;
-  EXPECT_EQ(mcc_model_set_kernel_profiling(model, 1),
-            MCC_ERROR_INVALID_ARGUMENT);
-  size_t count = 7;
-  EXPECT_EQ(mcc_model_kernel_profile(model, nullptr, 0, &count, nullptr),
-            MCC_ERROR_INVALID_ARGUMENT);
-  EXPECT_EQ(count, 7u); // untouched on failure
   mcc_tensor in = tensorOf(inputs[0]);
   std::vector<float> out(reference[0].numElements());
   mcc_tensor o{out.data(), MCC_FLOAT32, 2, {2, 10}};
@@ -186,6 +180,44 @@ TEST_F(RuntimeTest, GpuTimingAndStreamRunsAreRefusedForCpuModels) {
             MCC_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(mcc_model_last_run_device_ms(model, nullptr),
             MCC_ERROR_INVALID_ARGUMENT);
+}
+
+// A CPU model's per-op profile: every op of forward once per run, with its
+// label, and nothing counted while profiling is off.
+TEST_F(RuntimeTest, CpuOpProfile) {
+  mcc_tensor in = tensorOf(inputs[0]);
+  std::vector<float> out(reference[0].numElements());
+  mcc_tensor o{out.data(), MCC_FLOAT32, 2, {2, 10}};
+  ASSERT_EQ(mcc_model_set_kernel_profiling(model, 1), MCC_OK)
+      << mcc_last_error();
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(mcc_run(model, &in, 1, &o, 1), MCC_OK) << mcc_last_error();
+  ASSERT_EQ(mcc_model_set_kernel_profiling(model, 0), MCC_OK);
+  ASSERT_EQ(mcc_run(model, &in, 1, &o, 1), MCC_OK); // not counted
+  size_t count = 0;
+  int64_t runs = 0;
+  ASSERT_EQ(mcc_model_kernel_profile(model, nullptr, 0, &count, &runs), MCC_OK);
+  EXPECT_EQ(runs, 3);
+  ASSERT_GT(count, 5u);
+  std::vector<mcc_kernel_time> ops(count);
+  ASSERT_EQ(mcc_model_kernel_profile(model, ops.data(), count, &count, &runs),
+            MCC_OK);
+  double total = 0;
+  for (size_t i = 0; i < count; ++i) {
+    EXPECT_EQ(ops[i].launches, 3) << ops[i].name;
+    EXPECT_EQ(ops[i].name[0], '#') << ops[i].name;
+    EXPECT_GE(ops[i].total_ms, 0.0);
+    if (i)
+      EXPECT_GE(ops[i - 1].total_ms, ops[i].total_ms);
+    total += ops[i].total_ms;
+  }
+  EXPECT_GT(total, 0.0);
+  // Restarting clears it.
+  ASSERT_EQ(mcc_model_set_kernel_profiling(model, 1), MCC_OK);
+  ASSERT_EQ(mcc_model_kernel_profile(model, nullptr, 0, &count, &runs), MCC_OK);
+  EXPECT_EQ(count, 0u);
+  EXPECT_EQ(runs, 0);
+  ASSERT_EQ(mcc_model_set_kernel_profiling(model, 0), MCC_OK);
 }
 
 TEST_F(RuntimeTest, RejectsWrongDtypeCountsAndNulls) {

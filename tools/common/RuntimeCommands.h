@@ -55,8 +55,8 @@ inline void addRuntimeCommands(CLI::App &app, RuntimeCommands &c) {
   c.bench->add_option("--threads", c.threads, "Threads per run (cpu)");
   c.bench->add_flag("--json", c.benchJson, "Print the result as JSON");
   c.bench->add_flag("--kernels", c.benchKernels,
-                    "GPU models: also time each kernel and product (a "
-                    "profile of --iterations more runs)");
+                    "Also time each kernel and product (GPU) or each op "
+                    "(CPU): a profile of --iterations more runs");
   c.bench->add_option("--dim", c.benchDims,
                       "Size of a dynamic dim of the generated inputs: "
                       "SYMBOL=N (repeatable; see inspect's symbols)");

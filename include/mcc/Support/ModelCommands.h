@@ -21,8 +21,9 @@ int inspectModelCommand(const std::string &modelPath);
 /// Inputs come from `input` (.npz or test-data folder) or, if empty, are
 /// generated from a fixed seed (floats in [-1, 1), integers in [0, 10)),
 /// their dynamic dims sized by `dims` (symbol name -> value, from --dim).
-/// GPU models also report device time (CUDA events), and with `kernels` a
-/// per-kernel profile of `iterations` further runs.
+/// GPU models also report device time (CUDA events). With `kernels`, a
+/// profile of `iterations` further runs: per kernel on the GPU, per op of
+/// the forward function on the CPU.
 int benchModelCommand(const std::string &modelPath, const std::string &input,
                       const std::map<std::string, int64_t> &dims, int warmup,
                       int iterations, int numThreads, bool json,

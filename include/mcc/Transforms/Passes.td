@@ -374,4 +374,21 @@ def DynamicExpandShape
                            "mlir::arith::ArithDialect"];
 }
 
+def CpuProfileMarks : Pass<"mcc-cpu-profile-marks", "mlir::ModuleOp"> {
+  let summary = "Per-op profile marks in a CPU model's forward function";
+  let description = [{
+    Before each op of `forward`'s body that does work (a tiled loop nest, a
+    product, a copy, a call; not allocations, views or constants) inserts
+    `call @mcc_profile_mark(i)`, and `call @mcc_profile_end()` before each
+    return. The ops' labels (what the op is, its output shape, the ONNX
+    nodes in its location) go into the module as one string table, the
+    public constant `memref.global @mcc_profile_labels`, in mark order.
+    The model support library (Profile.c) times the marks while profiling
+    is on (`mcc bench --kernels`, mcc_model_set_kernel_profiling) and
+    returns at once while it is off.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::func::FuncDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
 #endif // MCC_TRANSFORMS_PASSES

@@ -1858,14 +1858,17 @@ SHIM_EXPORT void mcc_cuda_set_caller_stream(int on, void *stream) {
   callerStream = static_cast<CUstream>(stream);
 }
 
-/// 1: start (or restart) the per-kernel profile, clearing it; 0: stop.
+/// 1: start (or restart) the per-kernel profile, clearing it; 0: stop,
+/// keeping what it holds.
 SHIM_EXPORT void mcc_cuda_set_profiling(int on) {
   std::lock_guard<std::mutex> lock(profile().mutex);
   if (profile().on != (on != 0))
     ++profile().generation;
   profile().on = on != 0;
-  profile().runs = 0;
-  profile().totals.clear();
+  if (on) {
+    profile().runs = 0;
+    profile().totals.clear();
+  }
 }
 
 /// The profile since it was started: "runs\n", then one line per segment
