@@ -103,6 +103,46 @@ func.func @one_row(%a: memref<1x64xf32>, %b: memref<64x32xf32>, %c: memref<1x32x
   return
 }
 
+// One row reads a wide strip of B per K step: rows x vectors accumulators
+// (here 4 x 2) all go to its columns, 8 vectors of 8 for N = 64.
+// CHECK-LABEL: func.func @one_row_wide
+// CHECK: scf.for {{.*}} iter_args
+// CHECK-COUNT-8: vector.load %arg1
+// CHECK-COUNT-8: vector.fma
+// CHECK-NOT: vector.fma
+// CHECK: scf.yield
+func.func @one_row_wide(%a: memref<1x64xf32>, %b: memref<64x64xf32>, %c: memref<1x64xf32>) {
+  linalg.matmul ins(%a, %b : memref<1x64xf32>, memref<64x64xf32>) outs(%c : memref<1x64xf32>)
+  return
+}
+
+// B one contiguous column (a 1x1 convolution over a 1x1 image): dot products
+// along K, `rows` rows at a time (4 here, then 1 for the last two of 10), full
+// vectors of K then a masked rest (K = 20: two of 8, then 4), summed across
+// lanes into C.
+// CHECK-LABEL: func.func @column_vector
+// CHECK-NOT: memref.alloca()
+// CHECK: %[[X:.*]] = memref.reinterpret_cast %{{.*}} to offset: [{{.*}}], sizes: [20], strides: [1]
+// CHECK: scf.for
+// CHECK: scf.for {{.*}} step %c8{{.*}} iter_args
+// CHECK: vector.load %[[X]]
+// CHECK-COUNT-4: vector.load %arg0
+// CHECK: vector.maskedload %[[X]]
+// CHECK-COUNT-4: vector.reduction <add>
+// CHECK: scf.for
+// CHECK: vector.reduction <add>
+// A column of B that is not contiguous keeps the general kernel.
+// CHECK-LABEL: func.func @strided_column
+// CHECK-NOT: vector.reduction
+func.func @column_vector(%a: memref<10x20xf32>, %b: memref<20x1xf32>, %c: memref<10x1xf32>) {
+  linalg.matmul ins(%a, %b : memref<10x20xf32>, memref<20x1xf32>) outs(%c : memref<10x1xf32>)
+  return
+}
+func.func @strided_column(%a: memref<10x20xf32>, %b: memref<20x1xf32, strided<[4, 1]>>, %c: memref<10x1xf32>) {
+  linalg.matmul ins(%a, %b : memref<10x20xf32>, memref<20x1xf32, strided<[4, 1]>>) outs(%c : memref<10x1xf32>)
+  return
+}
+
 // The accumulator's fill is folded into the kernel: the first K block starts
 // from the fill's value instead of loading C, and the fill goes away. With a
 // dynamic K (possibly empty, C then holds only the fill) the fill stays.
