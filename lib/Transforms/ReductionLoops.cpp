@@ -7,7 +7,8 @@
 // was 45% of a dynamic bert run). A generic on buffers whose only
 // reduction is its innermost loop becomes loops here instead: the
 // accumulator is an scf.for iter_arg, loaded once and stored once per
-// output element, and a floating-point sum may be reassociated so that
+// output element (through every trailing reduction loop: a global average
+// pool has two), and a floating-point sum may be reassociated so that
 // LLVM vectorizes it (the result then differs from a serial sum by
 // rounding only, as ONNX Runtime's vectorized sums do).
 //
@@ -59,13 +60,18 @@ struct InnermostReductionToLoops : OpRewritePattern<linalg::GenericOp> {
     unsigned n = iters.size();
     if (n == 0 || iters.back() != utils::IteratorType::reduction)
       return failure();
-    for (unsigned i = 0; i + 1 < n; ++i)
+    // The trailing reduction loops (a global average pool reduces two).
+    unsigned first = n;
+    while (first > 0 && iters[first - 1] == utils::IteratorType::reduction)
+      --first;
+    for (unsigned i = 0; i < first; ++i)
       if (iters[i] != utils::IteratorType::parallel)
         return failure();
     SmallVector<AffineMap> maps = op.getIndexingMapsArray();
     AffineMap outMap = maps.back();
-    if (outMap.isFunctionOfDim(n - 1))
-      return failure();
+    for (unsigned i = first; i < n; ++i)
+      if (outMap.isFunctionOfDim(i))
+        return failure();
     // The accumulator must be what the body combines into the output.
     Block &body = op.getRegion().front();
     if (!llvm::all_of(op.getDpsInputOperands(), [](OpOperand *o) {
@@ -74,8 +80,8 @@ struct InnermostReductionToLoops : OpRewritePattern<linalg::GenericOp> {
       return failure();
 
     Location loc = op.getLoc();
-    SmallVector<Range> ranges =
-        cast<linalg::LinalgOp>(op.getOperation()).createLoopRanges(rewriter, loc);
+    SmallVector<Range> ranges = cast<linalg::LinalgOp>(op.getOperation())
+                                    .createLoopRanges(rewriter, loc);
     auto toValue = [&](OpFoldResult f) {
       return getValueOrCreateConstantIndexOp(rewriter, loc, f);
     };
@@ -83,30 +89,43 @@ struct InnermostReductionToLoops : OpRewritePattern<linalg::GenericOp> {
     Value out = op.getDpsInitOperand(0)->get();
     // Parallel loops outermost, in order.
     OpBuilder::InsertionGuard guard(rewriter);
-    for (unsigned i = 0; i + 1 < n; ++i) {
+    for (unsigned i = 0; i < first; ++i) {
       auto loop = scf::ForOp::create(rewriter, loc, toValue(ranges[i].offset),
                                      toValue(ranges[i].size),
                                      toValue(ranges[i].stride));
       ivs[i] = loop.getInductionVar();
       rewriter.setInsertionPointToStart(loop.getBody());
     }
-    // The output index does not depend on the reduction dim: any value
-    // stands in for it.
-    ivs[n - 1] = toValue(ranges[n - 1].offset);
+    // The output index does not depend on the reduction dims: any value
+    // stands in for them.
+    for (unsigned i = first; i < n; ++i)
+      ivs[i] = toValue(ranges[i].offset);
     SmallVector<Value> outIdx = applyMap(rewriter, loc, outMap, ivs);
     Value init = memref::LoadOp::create(rewriter, loc, out, outIdx);
+    // The outer reduction loops carry the sum to the innermost one.
+    Value acc0 = init;
+    SmallVector<scf::ForOp> outer;
+    for (unsigned i = first; i + 1 < n; ++i) {
+      auto loop = scf::ForOp::create(
+          rewriter, loc, toValue(ranges[i].offset), toValue(ranges[i].size),
+          toValue(ranges[i].stride), ValueRange{acc0});
+      ivs[i] = loop.getInductionVar();
+      acc0 = loop.getRegionIterArg(0);
+      outer.push_back(loop);
+      rewriter.setInsertionPointToStart(loop.getBody());
+    }
     auto red = scf::ForOp::create(
         rewriter, loc, toValue(ranges[n - 1].offset),
         toValue(ranges[n - 1].size), toValue(ranges[n - 1].stride),
-        ValueRange{init},
+        ValueRange{acc0},
         [&](OpBuilder &b, Location l, Value k, ValueRange acc) {
           SmallVector<Value> all = ivs;
           all[n - 1] = k;
           IRMapping map;
           for (OpOperand *in : op.getDpsInputOperands()) {
             AffineMap m = op.getMatchingIndexingMap(in);
-            Value v = memref::LoadOp::create(b, l, in->get(),
-                                             applyMap(b, l, m, all));
+            Value v =
+                memref::LoadOp::create(b, l, in->get(), applyMap(b, l, m, all));
             map.map(body.getArgument(in->getOperandNumber()), v);
           }
           map.map(body.getArguments().back(), acc[0]);
@@ -117,9 +136,8 @@ struct InnermostReductionToLoops : OpRewritePattern<linalg::GenericOp> {
             }
             b.clone(inner, map);
           }
-          Value next =
-              map.lookup(cast<linalg::YieldOp>(body.getTerminator())
-                             .getOperand(0));
+          Value next = map.lookup(
+              cast<linalg::YieldOp>(body.getTerminator()).getOperand(0));
           // A float sum into the accumulator may be reassociated.
           if (auto add = next.getDefiningOp<arith::AddFOp>())
             if (add.getLhs() == acc[0] || add.getRhs() == acc[0])
@@ -127,14 +145,20 @@ struct InnermostReductionToLoops : OpRewritePattern<linalg::GenericOp> {
                               arith::FastMathFlags::reassoc);
           scf::YieldOp::create(b, l, next);
         });
-    memref::StoreOp::create(rewriter, loc, red.getResult(0), out, outIdx);
+    Value total = red.getResult(0);
+    for (scf::ForOp loop : llvm::reverse(outer)) {
+      rewriter.setInsertionPointToEnd(loop.getBody());
+      scf::YieldOp::create(rewriter, loc, total);
+      total = loop.getResult(0);
+      rewriter.setInsertionPointAfter(loop);
+    }
+    memref::StoreOp::create(rewriter, loc, total, out, outIdx);
     rewriter.eraseOp(op);
     return success();
   }
 };
 
-struct ReductionLoopsPass
-    : mcc::impl::ReductionLoopsBase<ReductionLoopsPass> {
+struct ReductionLoopsPass : mcc::impl::ReductionLoopsBase<ReductionLoopsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<InnermostReductionToLoops>(&getContext());

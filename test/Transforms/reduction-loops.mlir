@@ -69,3 +69,30 @@ func.func @column_sum(%x: memref<8x4xf32>, %y: memref<4xf32>) {
   }
   return
 }
+
+// -----
+
+// A global average pool's sum reduces the two trailing loops: the sum is
+// carried through both as iter_args, loaded and stored once per channel.
+// CHECK-LABEL: func.func @spatial_sum
+// CHECK: scf.for %[[C:.*]] = %c0 to %c6 step %c1 {
+// CHECK:   %[[INIT:.*]] = memref.load %arg1[%[[C]]]
+// CHECK:   %[[OUTER:.*]] = scf.for %[[H:.*]] = %c0 to %c7 step %c1 iter_args(%[[A:.*]] = %[[INIT]]) -> (f32) {
+// CHECK:     %[[INNER:.*]] = scf.for %[[W:.*]] = %c0 to %c5 step %c1 iter_args(%[[B:.*]] = %[[A]]) -> (f32) {
+// CHECK:       %[[X:.*]] = memref.load %arg0[%[[C]], %[[H]], %[[W]]]
+// CHECK:       %[[N:.*]] = arith.addf %[[B]], %[[X]] fastmath<reassoc> : f32
+// CHECK:       scf.yield %[[N]]
+// CHECK:     scf.yield %[[INNER]]
+// CHECK:   memref.store %[[OUTER]], %arg1[%[[C]]]
+// CHECK-NOT: linalg.generic
+#s_in = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#s_out = affine_map<(d0, d1, d2) -> (d0)>
+func.func @spatial_sum(%x: memref<6x7x5xf32>, %y: memref<6xf32>) {
+  linalg.generic {indexing_maps = [#s_in, #s_out], iterator_types = ["parallel", "reduction", "reduction"]}
+      ins(%x : memref<6x7x5xf32>) outs(%y : memref<6xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  }
+  return
+}
