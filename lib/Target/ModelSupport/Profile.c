@@ -23,8 +23,11 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-/* Written by the compiler; weak so that the support library links alone. */
-extern const char mcc_profile_labels[] __attribute__((weak));
+/* Written by the compiler; weak so that the support library links alone,
+ * hidden so that it binds to this model's table even where another model
+ * linked into the same program exports one of the same name. */
+extern const char mcc_profile_labels[]
+    __attribute__((weak, visibility("hidden")));
 
 static int profiling;     /* atomic */
 static int64_t runs;      /* atomic */
