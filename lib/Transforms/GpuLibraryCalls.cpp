@@ -489,6 +489,37 @@ foldPermutedOutput(OpBuilder &b, linalg::LinalgOp product, Value output,
   return std::make_pair(folded, scale);
 }
 
+/// `product`'s output R (a whole static buffer) and the elementwise
+/// generic that is its next use and its only reader before R is
+/// overwritten or freed, with the view of R the generic reads.
+struct NextReader {
+  memref::AllocOp alloc;
+  linalg::GenericOp generic;
+  Value view;
+};
+
+std::optional<NextReader> soleElementwiseReader(linalg::MatmulOp product,
+                                                Value output) {
+  auto alloc = output.getDefiningOp<memref::AllocOp>();
+  if (!alloc || !alloc.getType().hasStaticShape() ||
+      !alloc.getType().getLayout().isIdentity())
+    return std::nullopt;
+  auto users = orderedUsers(alloc.getResult(), product->getBlock());
+  if (failed(users))
+    return std::nullopt;
+  std::optional<size_t> at = onlyPosition(*users, product);
+  if (!at || *at + 1 >= users->size())
+    return std::nullopt;
+  auto [next, view] = (*users)[*at + 1];
+  auto generic = dyn_cast<linalg::GenericOp>(next);
+  if (!generic || !generic.hasPureBufferSemantics() ||
+      generic.getNumReductionLoops() != 0 || !onlyPosition(*users, generic) ||
+      (*at + 2 < users->size() &&
+       !overwrites((*users)[*at + 2].first, alloc.getResult())))
+    return std::nullopt;
+  return NextReader{alloc, generic, view};
+}
+
 /// The value of a one-input elementwise body at x = `value` (computed in
 /// double), or none if it uses an op this does not know or another input.
 std::optional<double> evaluateBody(Block &body, BlockArgument x, double value) {
@@ -569,25 +600,13 @@ bool isTanhGelu(Block &body, BlockArgument x) {
 /// Returns the view, or null.
 Value absorbTanhGelu(RewriterBase &rw, linalg::MatmulOp product,
                      Value output) {
-  auto alloc = output.getDefiningOp<memref::AllocOp>();
-  if (!alloc || !alloc.getType().hasStaticShape() ||
-      !alloc.getType().getLayout().isIdentity())
+  std::optional<NextReader> reader = soleElementwiseReader(product, output);
+  if (!reader)
     return {};
+  auto [alloc, generic, view] = *reader;
   Block *block = product->getBlock();
-  auto users = orderedUsers(alloc.getResult(), block);
-  if (failed(users))
-    return {};
-  std::optional<size_t> at = onlyPosition(*users, product);
-  if (!at || *at + 1 >= users->size())
-    return {};
-  auto [next, view] = (*users)[*at + 1];
-  auto generic = dyn_cast<linalg::GenericOp>(next);
-  if (!generic || !generic.hasPureBufferSemantics() ||
-      generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
-      generic.getNumReductionLoops() != 0 || !onlyPosition(*users, generic) ||
-      generic.getDpsInputs()[0] != view ||
-      (*at + 2 < users->size() &&
-       !overwrites((*users)[*at + 2].first, alloc.getResult())))
+  if (generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
+      generic.getDpsInputs()[0] != view)
     return {};
   for (AffineMap map : generic.getIndexingMapsArray())
     if (!map.isIdentity())
@@ -635,24 +654,11 @@ Value absorbTanhGelu(RewriterBase &rw, linalg::MatmulOp product,
 /// attention's Q, K and V, this leaves the head transposes as plain
 /// permuted copies, which then fold into the products' strides.
 Value absorbBias(RewriterBase &rw, linalg::MatmulOp product, Value output) {
-  auto alloc = output.getDefiningOp<memref::AllocOp>();
-  if (!alloc || !alloc.getType().hasStaticShape() ||
-      !alloc.getType().getLayout().isIdentity())
+  std::optional<NextReader> reader = soleElementwiseReader(product, output);
+  if (!reader)
     return {};
+  auto [alloc, generic, view] = *reader;
   Block *block = product->getBlock();
-  auto users = orderedUsers(alloc.getResult(), block);
-  if (failed(users))
-    return {};
-  std::optional<size_t> at = onlyPosition(*users, product);
-  if (!at || *at + 1 >= users->size())
-    return {};
-  auto [next, view] = (*users)[*at + 1];
-  auto generic = dyn_cast<linalg::GenericOp>(next);
-  if (!generic || !generic.hasPureBufferSemantics() ||
-      generic.getNumReductionLoops() != 0 || !onlyPosition(*users, generic) ||
-      (*at + 2 < users->size() &&
-       !overwrites((*users)[*at + 2].first, alloc.getResult())))
-    return {};
   // R's columns among the dimensions of the generic's view of it.
   SmallVector<int64_t> columnDims = {1};
   if (view != alloc.getResult()) {
