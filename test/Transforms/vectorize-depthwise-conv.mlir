@@ -65,3 +65,35 @@ func.func @filled(%x: memref<1x1x10x10xf32>, %w: memref<1x3x3xf32>, %o: memref<1
     ins(%x, %w : memref<1x1x10x10xf32>, memref<1x3x3xf32>) outs(%o : memref<1x1x8x8xf32>)
   return
 }
+
+// Max pooling: the -inf fill seeds the accumulators, each window step is a
+// maximumf of the running vector with an input vector (a 16-float load of
+// which every other float is kept at stride 2); no weights are read.
+// CHECK-LABEL: func.func @max_pool
+// CHECK-NOT: linalg.fill
+// CHECK: %[[INIT:.*]] = vector.broadcast %arg3 : f32 to vector<8xf32>
+// CHECK: vector.load %arg0{{.*}} : memref<1x4x22x23xf32>, vector<16xf32>
+// CHECK: vector.shuffle {{.*}} [0, 2, 4, 6, 8, 10, 12, 14]
+// CHECK: arith.maximumf %[[INIT]], {{.*}} : vector<8xf32>
+// CHECK-COUNT-8: arith.maximumf
+// CHECK-NOT: vector.fma
+// CHECK: vector.store
+// CHECK-NOT: linalg.pooling_nchw_max
+func.func @max_pool(%x: memref<1x4x22x23xf32>, %window: memref<3x3xf32>, %o: memref<1x4x10x11xf32>, %ninf: f32) {
+  linalg.fill ins(%ninf : f32) outs(%o : memref<1x4x10x11xf32>)
+  linalg.pooling_nchw_max {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+    ins(%x, %window : memref<1x4x22x23xf32>, memref<3x3xf32>) outs(%o : memref<1x4x10x11xf32>)
+  return
+}
+
+// Sum pooling (an average pool's numerator) adds; without a fill before
+// it, the accumulators start from the output.
+// CHECK-LABEL: func.func @sum_pool
+// CHECK: vector.load %arg2
+// CHECK-COUNT-4: arith.addf {{.*}} : vector<8xf32>
+// CHECK-NOT: linalg.pooling_nchw_sum
+func.func @sum_pool(%x: memref<1x2x9x9xf32>, %window: memref<2x2xf32>, %o: memref<1x2x8x8xf32>) {
+  linalg.pooling_nchw_sum {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %window : memref<1x2x9x9xf32>, memref<2x2xf32>) outs(%o : memref<1x2x8x8xf32>)
+  return
+}

@@ -240,7 +240,7 @@ def RegisterTileMatmul
 
 def VectorizeDepthwiseConv
     : Pass<"mcc-vectorize-depthwise-conv", "mlir::func::FuncOp"> {
-  let summary = "f32 depthwise convolutions on buffers as vector loops along W";
+  let summary = "f32 depthwise convolutions and poolings on buffers as vector loops along W";
   let description = [{
     Each buffer-level f32 linalg.depthwise_conv_2d_nchw_chw whose input and
     output rows are unit-stride becomes scf loops over (n, c, oh) around a
@@ -249,7 +249,8 @@ def VectorizeDepthwiseConv
     (a wider load and a shuffle for a strided convolution), one broadcast
     weight, one vector.fma per vector and step. The channel's weights are
     broadcast outside the row loop. The end of a row uses masked loads and
-    stores.
+    stores. linalg.pooling_nchw_max and pooling_nchw_sum on f32 buffers get
+    the same loops with arith.maximumf or arith.addf in place of the fma.
   }];
   let options = [
     Option<"lanes", "lanes", "int64_t", "16", "f32 lanes per vector">,
