@@ -38,6 +38,34 @@ struct KernelShape {
   int64_t rows, vectors, lanes, kBlock, panels;
 };
 
+/// At most this many trailing columns run as dot products (see
+/// dotTailColumns); each costs a quarter of a masked vector column or less.
+constexpr int64_t kMaxDotColumns = 4;
+
+/// Vector registers of the widest ISA the kernel is shaped for (AVX-512's
+/// 32; a 6 x 16 AVX2 block never widens).
+constexpr int64_t kVectorRegisters = 32;
+
+/// The last columns of C computed as dot products along K instead of by the
+/// register-blocked kernel, or 0: a static N that leaves 1 to 4 columns past
+/// a whole number of vectors (N = 49 or 196 of a late CNN stage) spent a
+/// full masked vector per row and K step on them, a quarter of the work at
+/// N = 49. Needs A's rows contiguous along K and a static K of at least a
+/// few vectors.
+int64_t dotTailColumns(Value a, Value c, int64_t lanes) {
+  auto aType = cast<MemRefType>(a.getType());
+  auto cType = cast<MemRefType>(c.getType());
+  int64_t n = cType.getShape().back(), k = aType.getShape().back();
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (ShapedType::isDynamic(n) || ShapedType::isDynamic(k) || k < 4 * lanes ||
+      failed(aType.getStridesAndOffset(strides, offset)) ||
+      strides.back() != 1)
+    return 0;
+  int64_t tail = n % lanes;
+  return tail <= kMaxDotColumns && n > tail ? tail : 0;
+}
+
 /// The stack buffer for packed B panels of C's product, or null where the
 /// kernel reads B in place: with at most one row block (a matrix-vector
 /// product such as a classifier at batch 1) each panel would be read once
@@ -74,10 +102,16 @@ public:
     int64_t nr = shape.vectors * shape.lanes;
     unsigned r = cast<MemRefType>(c.getType()).getRank();
     Value M = memref::DimOp::create(b, loc, c, r - 2);
-    Value N = memref::DimOp::create(b, loc, c, r - 1);
+    int64_t staticN = cast<MemRefType>(c.getType()).getShape().back();
+    int64_t tail = dotPack ? dotTailColumns(a, c, shape.lanes) : 0;
+    // The register-blocked kernel covers the columns before the tail.
+    Value N = tail ? idx(staticN - tail)
+                   : memref::DimOp::create(b, loc, c, r - 1).getResult();
     Value K = memref::DimOp::create(
         b, loc, a, cast<MemRefType>(a.getType()).getRank() - 1);
     lastK = arith::SubIOp::create(b, loc, K, idx(1));
+    if (tail)
+      packDotColumns(K, staticN - tail, tail);
     Value mFull = roundDown(M, shape.rows);
     Value nFull = roundDown(N, nr);
     int64_t chunk = direct
@@ -106,8 +140,8 @@ public:
         // rows x vectors: the full-width block spent half or more of its
         // FMAs on masked-off lanes.
         KernelShape full = shape;
-        int64_t staticN = cast<MemRefType>(c.getType()).getShape().back();
-        if (!ShapedType::isDynamic(staticN) && staticN % nr <= shape.lanes) {
+        if (!ShapedType::isDynamic(staticN) &&
+            (staticN - tail) % nr <= shape.lanes) {
           shape.rows *= shape.vectors;
           shape.vectors = 1;
         }
@@ -119,6 +153,8 @@ public:
         shape = full;
         scf::YieldOp::create(b, loc);
       });
+      if (tail)
+        dotColumns(M, k0, kEnd, staticN - tail, tail);
     });
   }
 
@@ -311,10 +347,96 @@ private:
         store(loop.getResult(i * shape.vectors + j), rowIdx[i], n0, cols, j);
   }
 
+  /// Copies the `count` tail columns from n0 of B to `dotPack` (count x K,
+  /// contiguous), once for all K blocks.
+  void packDotColumns(Value K, int64_t n0, int64_t count) {
+    forLoop(idx(0), K, 1, [&](Value k) {
+      for (int64_t j = 0; j < count; ++j) {
+        Value v = memref::LoadOp::create(b, loc, bm, at({k, idx(n0 + j)}));
+        memref::StoreOp::create(b, loc, v, dotPack, ValueRange{idx(j), k});
+      }
+    });
+  }
+
+  /// C[m, n0 + j] += A[m, k0:kEnd] . B[k0:kEnd, n0 + j] for the `count`
+  /// packed tail columns: each block of rows keeps rows x count vector
+  /// accumulators along the K block, summed across lanes at its end. Run
+  /// per K block, right after the register-blocked kernel, A's block is
+  /// still in cache (over all of K at once, a 512 x 2048 A came from
+  /// memory a second time for one column).
+  void dotColumns(Value M, Value k0, Value kEnd, int64_t n0, int64_t count) {
+    // As many accumulators as the register block has (16 zmm on AVX-512,
+    // 12 ymm on AVX2), at most 8 rows.
+    int64_t rows =
+        std::clamp<int64_t>(shape.rows * shape.vectors / count, 1, 8);
+    Value kFull = arith::AddIOp::create(
+        b, loc, k0,
+        roundDown(arith::SubIOp::create(b, loc, kEnd, k0), shape.lanes));
+    Value restMask = vector::CreateMaskOp::create(
+        b, loc, maskType,
+        ValueRange{arith::SubIOp::create(b, loc, kEnd, kFull)});
+    Value first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, k0, idx(0));
+    Value zero = arith::ConstantOp::create(
+        b, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
+    auto block = [&](int64_t n, Value m0) {
+      SmallVector<Value> rowIdx;
+      for (int64_t i = 0; i < n; ++i)
+        rowIdx.push_back(i ? arith::AddIOp::create(b, loc, m0, idx(i)) : m0);
+      auto aAt = [&](int64_t i, Value k) {
+        return cast<MemRefType>(a.getType()).getRank() == 2
+                   ? SmallVector<Value>{rowIdx[i], k}
+                   : at({rowIdx[i], k});
+      };
+      auto step = [&](Value k, ValueRange in, Value mask) {
+        auto load = [&](Value mem, ValueRange where) -> Value {
+          if (mask)
+            return vector::MaskedLoadOp::create(b, loc, vecType, mem, where,
+                                                mask, zero);
+          return vector::LoadOp::create(b, loc, vecType, mem, where);
+        };
+        SmallVector<Value> xv, out;
+        for (int64_t j = 0; j < count; ++j)
+          xv.push_back(load(dotPack, ValueRange{idx(j), k}));
+        for (int64_t i = 0; i < n; ++i) {
+          Value av = load(a, aAt(i, k));
+          for (int64_t j = 0; j < count; ++j)
+            out.push_back(
+                vector::FMAOp::create(b, loc, av, xv[j], in[i * count + j]));
+        }
+        return out;
+      };
+      auto loop = scf::ForOp::create(
+          b, loc, k0, kFull, idx(shape.lanes),
+          SmallVector<Value>(n * count, zero),
+          [&](OpBuilder &, Location, Value k, ValueRange in) {
+            scf::YieldOp::create(b, loc, step(k, in, Value()));
+          });
+      SmallVector<Value> acc = step(kFull, loop.getResults(), restMask);
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t j = 0; j < count; ++j) {
+          Value sum = vector::ReductionOp::create(
+              b, loc, vector::CombiningKind::ADD, acc[i * count + j]);
+          SmallVector<Value> where = at({rowIdx[i], idx(n0 + j)});
+          Value before = memref::LoadOp::create(b, loc, c, where);
+          // The first K block starts from the fill's value instead of C.
+          if (initValue)
+            before = arith::SelectOp::create(b, loc, first, initValue, before);
+          memref::StoreOp::create(
+              b, loc, arith::AddFOp::create(b, loc, before, sum), c, where);
+        }
+    };
+    Value mFull = roundDown(M, rows);
+    forLoop(idx(0), mFull, rows, [&](Value m0) { block(rows, m0); });
+    forLoop(mFull, M, 1, [&](Value m0) { block(1, m0); });
+  }
+
 public:
   /// The value a fill just before the product wrote to all of C: the
   /// accumulators start from it and C is not read (K must not be empty).
   Value initValue;
+  /// count x K floats for dotTailColumns' columns; null: no dot tail.
+  Value dotPack;
 
 private:
   /// Rows of B fetched ahead of the packing copy, and 64-byte cache lines.
@@ -514,11 +636,25 @@ struct RegisterTileMatmulPass
                 ? widest / 2
                 : std::clamp<int64_t>((n + shape.lanes - 1) / shape.lanes, 1,
                                       widest);
+      } else if (int64_t n = cType.getShape().back();
+                 !ShapedType::isDynamic(n) && shape.vectors == 2 &&
+                 shape.rows * 3 + 4 <= kVectorRegisters &&
+                 n - dotTailColumns(a, c, shape.lanes) == 3 * shape.lanes) {
+        // Three vectors of columns (N = 49 = 48 + a dot-product column, a
+        // 7 x 7 image): one block of rows x 3 vectors, where 2 + 1 ran the
+        // last vector on twice the rows and spent a broadcast of A per FMA.
+        opShape.vectors = 3;
       }
       Value column = isa<linalg::MatmulOp>(op) && unitInnerStride(a)
                          ? columnVector(b, loc, bm)
                          : Value();
       Value pack = column ? Value() : allocatePack(b, loc, c, opShape);
+      Value dotPack;
+      if (int64_t tail = column ? 0 : dotTailColumns(a, c, shape.lanes))
+        dotPack = memref::AllocaOp::create(
+            b, loc,
+            MemRefType::get({tail, cast<MemRefType>(a.getType()).getShape().back()},
+                            b.getF32Type()));
       if (column) {
         MatvecEmitter emitter(b, loc, a, column, c, shape.rows, shape.lanes);
         emitter.initValue = init;
@@ -526,6 +662,7 @@ struct RegisterTileMatmulPass
       } else if (isa<linalg::MatmulOp>(op)) {
         MatmulEmitter emitter(b, loc, a, bm, c, ValueRange{}, pack, opShape);
         emitter.initValue = init;
+        emitter.dotPack = dotPack;
         emitter.emit();
       } else {
         Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -536,6 +673,7 @@ struct RegisterTileMatmulPass
                              MatmulEmitter emitter(
                                  nb, l, a, bm, c, ValueRange{i}, pack, opShape);
                              emitter.initValue = init;
+                             emitter.dotPack = dotPack;
                              emitter.emit();
                              scf::YieldOp::create(nb, l);
                            });

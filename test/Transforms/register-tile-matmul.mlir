@@ -183,9 +183,9 @@ func.func @balanced_rows(%a: memref<14x64xf32>, %b: memref<64x16xf32>, %c: memre
   return
 }
 
-// N = 20 leaves 4 columns, less than a vector: that remainder runs one
-// vector wide on 8-row blocks (here M = 10 as 5 + 5 rows) instead of two
-// vectors, one of them all masked off.
+// N = 22 leaves 6 columns, less than a vector and more than run as dot
+// products: that remainder runs one vector wide on 8-row blocks (here
+// M = 10 as 5 + 5 rows) instead of two vectors, one of them all masked off.
 // CHECK-LABEL: func.func @narrow_rest
 // CHECK: scf.if
 // CHECK: vector.maskedload %arg1
@@ -193,7 +193,45 @@ func.func @balanced_rows(%a: memref<14x64xf32>, %b: memref<64x16xf32>, %c: memre
 // CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK-NOT: iter_args
-func.func @narrow_rest(%a: memref<10x64xf32>, %b: memref<64x20xf32>, %c: memref<10x20xf32>) {
-  linalg.matmul ins(%a, %b : memref<10x64xf32>, memref<64x20xf32>) outs(%c : memref<10x20xf32>)
+func.func @narrow_rest(%a: memref<10x64xf32>, %b: memref<64x22xf32>, %c: memref<10x22xf32>) {
+  linalg.matmul ins(%a, %b : memref<10x64xf32>, memref<64x22xf32>) outs(%c : memref<10x22xf32>)
+  return
+}
+
+// N = 17 = 2 vectors + 1 column: the last column is first copied to a
+// contiguous 1 x K buffer; the vectors run one vector wide on 8-row blocks,
+// unmasked; then, in the same K block, each row's dot product with the
+// column runs along K, 8 rows (one vector accumulator each) at a time, then
+// the 2 rows left one by one.
+// CHECK-LABEL: func.func @dot_tail
+// CHECK: %[[COL:.*]] = memref.alloca() : memref<1x64xf32>
+// CHECK: memref.load %arg1[%{{.*}}, %c16{{.*}}] : memref<64x17xf32>
+// CHECK: memref.store {{.*}}, %[[COL]]
+// CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: scf.for {{.*}} step %c8
+// CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: vector.load %[[COL]]
+// CHECK-COUNT-8: vector.fma
+// CHECK-COUNT-8: vector.reduction <add>
+// CHECK: scf.for {{.*}} step %c1
+// CHECK: iter_args({{.*}}) -> (vector<8xf32>)
+// CHECK: vector.reduction <add>
+// CHECK: memref.store {{.*}}, %arg2
+func.func @dot_tail(%a: memref<10x64xf32>, %b: memref<64x17xf32>, %c: memref<10x17xf32>) {
+  linalg.matmul ins(%a, %b : memref<10x64xf32>, memref<64x17xf32>) outs(%c : memref<10x17xf32>)
+  return
+}
+
+// N = 25 = 3 vectors + 1 column (a 7 x 7 image at 16 lanes: 49 = 48 + 1):
+// one block of rows x 3 vectors covers the vectors, 12 accumulators at 4
+// rows, and the last column is a dot product.
+// CHECK-LABEL: func.func @three_vectors
+// CHECK: memref.alloca() : memref<2x64x24xf32>
+// CHECK: memref.alloca() : memref<1x64xf32>
+// CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-12: vector.fma
+// CHECK: vector.reduction <add>
+func.func @three_vectors(%a: memref<8x64xf32>, %b: memref<64x25xf32>, %c: memref<8x25xf32>) {
+  linalg.matmul ins(%a, %b : memref<8x64xf32>, memref<64x25xf32>) outs(%c : memref<8x25xf32>)
   return
 }
