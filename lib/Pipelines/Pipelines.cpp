@@ -19,10 +19,15 @@ struct StageText {
   const char *name, *summary, *pipeline;
 };
 
+// Grouped convolutions stay convolutions on the CPU (run in place by
+// mcc-vectorize-grouped-conv); on the GPU they become cuBLAS products.
+#define MCC_FUSE_STAGE(CONV_TO_MATMUL)                                         \
+  "canonicalize,cse,func.func(" CONV_TO_MATMUL "),canonicalize,"              \
+  "func.func(mcc-fuse-elementwise),canonicalize,cse"
+
 const StageText kCpuStages[] = {
     {"mcc-cpu-fuse", "canonicalize and fuse elementwise producers/consumers",
-     "canonicalize,cse,func.func(mcc-conv-to-matmul),canonicalize,"
-     "func.func(mcc-fuse-elementwise),canonicalize,cse"},
+     MCC_FUSE_STAGE("mcc-conv-to-matmul{direct-grouped}")},
     {"mcc-cpu-tile",
      "tile ops into parallel scf.forall tiles; reorder contraction loops",
      "func.func(mcc-pad-into-producer),func.func(mcc-tile-for-cpu),"
@@ -46,6 +51,7 @@ const StageText kCpuStages[] = {
      "func.func(mcc-expand-bf16),"
      "func.func(mcc-strided-copy-to-linalg),func.func(mcc-register-tile-"
      "matmul),func.func(mcc-vectorize-depthwise-conv),"
+     "func.func(mcc-vectorize-grouped-conv),"
      "func.func(mcc-approximate-math),func.func(mcc-reduction-loops),"
      "convert-linalg-to-loops,"
      "scf-forall-"
@@ -65,7 +71,8 @@ const StageText kCpuStages[] = {
 // The CUDA target shares import, fusion and bufferization with the CPU;
 // every loop nest then becomes a kernel.
 const StageText kCudaStages[] = {
-    kCpuStages[0],
+    {"mcc-cpu-fuse", "canonicalize and fuse elementwise producers/consumers",
+     MCC_FUSE_STAGE("mcc-conv-to-matmul")},
     {"mcc-cuda-bufferize", "one-shot bufferization, as for the CPU",
      kCpuStages[2].pipeline},
     {"mcc-cuda-kernels",
@@ -130,6 +137,12 @@ std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &options) {
         text.insert(at + kernel.size(),
                     options.cpuVectorBits == 256 ? "{rows=6 lanes=8}"
                                                  : "{rows=4 lanes=4}");
+      std::string grouped = "mcc-vectorize-grouped-conv";
+      at = text.find(grouped);
+      if (at != std::string::npos)
+        text.insert(at + grouped.size(), options.cpuVectorBits == 256
+                                             ? "{rows=6 lanes=8}"
+                                             : "{rows=4 lanes=4}");
       std::string depthwise = "mcc-vectorize-depthwise-conv";
       at = text.find(depthwise);
       if (at != std::string::npos)

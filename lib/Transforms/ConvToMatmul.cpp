@@ -272,10 +272,26 @@ SmallVector<int64_t> ints(DenseIntElementsAttr a) {
   return llvm::to_vector(a.getValues<int64_t>());
 }
 
+/// A grouped convolution that mcc-vectorize-grouped-conv runs in place on
+/// the CPU: f32, a window larger than 1x1 and output rows of at least 12
+/// (most of a 16-lane vector). Its column buffer would be KH*KW times the
+/// input, each column used by only F/G rows of weights.
+bool runsDirect(linalg::Conv2DNgchwGfchwOp op) {
+  auto w = cast<ShapedType>(op.getDpsInputs()[1].getType());
+  auto out = cast<ShapedType>(op.getDpsInits()[0].getType());
+  return w.getElementType().isF32() && w.getDimSize(3) * w.getDimSize(4) > 1 &&
+         !out.isDynamicDim(4) && out.getDimSize(4) >= 12;
+}
+
 struct ConvToMatmulPass : mcc::impl::ConvToMatmulBase<ConvToMatmulPass> {
+  using ConvToMatmulBase::ConvToMatmulBase;
+
   void runOnOperation() override {
     SmallVector<linalg::LinalgOp> convs;
     getOperation().walk([&](linalg::LinalgOp op) {
+      if (auto g = dyn_cast<linalg::Conv2DNgchwGfchwOp>(op.getOperation()))
+        if (directGrouped && runsDirect(g))
+          return;
       if (isa<linalg::Conv2DNchwFchwOp, linalg::Conv2DNgchwGfchwOp>(op))
         convs.push_back(op);
     });

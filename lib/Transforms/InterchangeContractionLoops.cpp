@@ -33,8 +33,9 @@ std::optional<SmallVector<unsigned>> innerParallelOrder(Operation *op) {
   // f32 ones stay named for mcc-vectorize-depthwise-conv.
   if (isa<linalg::DepthwiseConv2DNchwChwOp>(op) && !f32)
     return SmallVector<unsigned>{0, 3, 4, 5, 1, 2};
-  // ngchw_gfchw (n, g, f, oh, ow, c, kh, kw) -> (n, g, f, c, kh, kw, oh, ow)
-  if (isa<linalg::Conv2DNgchwGfchwOp>(op))
+  // ngchw_gfchw (n, g, f, oh, ow, c, kh, kw) -> (n, g, f, c, kh, kw, oh, ow);
+  // f32 ones stay named for mcc-vectorize-grouped-conv.
+  if (isa<linalg::Conv2DNgchwGfchwOp>(op) && !f32)
     return SmallVector<unsigned>{0, 1, 2, 5, 6, 7, 3, 4};
   return std::nullopt;
 }

@@ -177,6 +177,27 @@ SmallVector<int64_t> chooseDepthwiseTileSizes(linalg::LinalgOp op,
   return sizes;
 }
 
+/// Grouped convolutions (n, g, f, oh, ow, c, kh, kw) tile over groups (a
+/// group's input planes are what a tile reads), then output rows when
+/// there are fewer groups than `target`; rows stay whole for
+/// mcc-vectorize-grouped-conv.
+SmallVector<int64_t> chooseGroupedConvTileSizes(linalg::LinalgOp op,
+                                                int64_t target) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<int64_t> sizes(ranges.size(), 0);
+  int64_t n = ranges[0], g = ranges[1], oh = ranges[3];
+  if (ShapedType::isDynamic(n) || n > 1)
+    sizes[0] = 1;
+  if (ShapedType::isDynamic(g) || ShapedType::isDynamic(oh))
+    return sizes;
+  int64_t gTiles = std::min(g, target);
+  sizes[1] = (g + gTiles - 1) / gTiles;
+  int64_t rowTiles = std::min(oh, (target + gTiles - 1) / gTiles);
+  if (rowTiles > 1)
+    sizes[3] = (oh + rowTiles - 1) / rowTiles;
+  return sizes;
+}
+
 /// Output elements, for the min-tile-elements cut; a dynamic dim counts as
 /// kAssumedDynamicRows (it is usually a batch or a sequence, and a tile
 /// loop costs little when it turns out small).
@@ -259,6 +280,9 @@ struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
       else if (isa<linalg::DepthwiseConv2DNchwChwOp>(op))
         sizes = getAsIndexOpFoldResult(
             &getContext(), chooseDepthwiseTileSizes(op, targetTiles));
+      else if (isa<linalg::Conv2DNgchwGfchwOp>(op))
+        sizes = getAsIndexOpFoldResult(
+            &getContext(), chooseGroupedConvTileSizes(op, targetTiles));
       else
         sizes = chooseTileSizes(rewriter, op, targetTiles);
       if (llvm::all_of(sizes, isZeroInteger))

@@ -132,6 +132,20 @@ func.func @depthwise(%x: tensor<1x2x18x18xf32>, %w: tensor<2x3x3xf32>) -> tensor
 }
 
 
+// Grouped convolutions tile over groups first: 2 groups for 8 tiles means
+// 4 row tiles each; output rows stay whole for the vector kernel.
+// CHECK-LABEL: func.func @grouped_conv
+// CHECK: scf.forall ({{.*}}) = (0, 0) to (2, 16) step (1, 4)
+// CHECK:   linalg.conv_2d_ngchw_gfchw {{.*}} -> tensor<1x1x4x4x16xf32>
+func.func @grouped_conv(%x: tensor<1x2x4x18x18xf32>, %w: tensor<2x4x4x3x3xf32>) -> tensor<1x2x4x16x16xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x2x4x16x16xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x2x4x16x16xf32>) -> tensor<1x2x4x16x16xf32>
+  %r = linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %w : tensor<1x2x4x18x18xf32>, tensor<2x4x4x3x3xf32>) outs(%f : tensor<1x2x4x16x16xf32>) -> tensor<1x2x4x16x16xf32>
+  return %r : tensor<1x2x4x16x16xf32>
+}
+
 // A reduction with a small output but a large plane per output (a global
 // average pool: 12 channels of 4x4, 192 iterations) is tiled over its
 // channels; the planes stay whole. One with 16 iterations stays whole.

@@ -850,4 +850,20 @@ for c in (True, False):
               {"C": np.array(c), "X": x3}, "if_runtime_%d" % c)
     assert np.array_equal(got["Y"], x3 * x3 if c else -x3), (c, got["Y"])
 
+# Grouped convolutions with output rows of 12 or more run in place on the
+# CPU (mcc-vectorize-grouped-conv): rows of 21 (a vector and a masked
+# rest), 6 output channels per group (a 4-row block and single rows under
+# AVX2's 6 or AVX-512's 8), stride 2, dilation 2 and a batch of 2.
+for name, (n, g, cg, fg, hw, k, s, d, p) in {
+        "group_conv_s1": (1, 4, 8, 6, 21, 3, 1, 1, 1),
+        "group_conv_s2": (1, 2, 4, 8, 27, 3, 2, 1, 1),
+        "group_conv_d2_batch": (2, 3, 5, 9, 18, 3, 1, 2, 2),
+        "group_conv_5x5": (1, 2, 3, 16, 16, 5, 1, 1, 2)}.items():
+    wts = rng2.standard_normal((g * fg, cg, k, k)).astype(np.float32)
+    bias = rng2.standard_normal((g * fg,)).astype(np.float32)
+    ref_check(helper.make_node("Conv", ["X", "W", "B"], ["Y"], group=g, kernel_shape=[k, k],
+                               strides=[s, s], dilations=[d, d], pads=[p] * 4),
+              {"X": rng2.standard_normal((n, g * cg, hw, hw)).astype(np.float32)}, name,
+              inits=[("W", wts), ("B", bias)])
+
 print("op edge cases: ok")

@@ -202,6 +202,11 @@ def ConvToMatmul : Pass<"mcc-conv-to-matmul", "mlir::func::FuncOp"> {
     product then runs through the register-tiled CPU kernel or cuBLAS.
     Depthwise convolutions are left alone: their products have K = KH*KW.
   }];
+  let options = [
+    Option<"directGrouped", "direct-grouped", "bool", "false",
+           "Leave f32 grouped 2-D convolutions with at least 12 output columns "
+           "and a window larger than 1x1 to mcc-vectorize-grouped-conv (CPU)">,
+  ];
   let dependentDialects = ["mlir::linalg::LinalgDialect",
                            "mlir::tensor::TensorDialect"];
 }
@@ -256,6 +261,31 @@ def VectorizeDepthwiseConv
     Option<"lanes", "lanes", "int64_t", "16", "f32 lanes per vector">,
     Option<"vectors", "vectors", "int64_t", "4",
            "Output vectors per register block (independent fma chains)">,
+  ];
+  let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
+                           "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
+}
+
+def VectorizeGroupedConv
+    : Pass<"mcc-vectorize-grouped-conv", "mlir::func::FuncOp"> {
+  let summary = "f32 grouped convolutions on buffers as register blocks, no im2col";
+  let description = [{
+    Each buffer-level f32 linalg.conv_2d_ngchw_gfchw whose input and output
+    rows are unit-stride becomes scf loops over (n, g, blocks of `rows`
+    output channels, oh) around a register block of rows x `vectors`
+    vectors of `lanes` outputs along one output row. The block walks the
+    group's input channels in an scf.for (accumulators as iter_args) and
+    the KH x KW window unrolled: per step one input vector load per vector
+    (a wider load and a shuffle for stride 2) straight from the padded
+    input, one broadcast weight per row, rows x vectors fmas. The end of a
+    row uses masked loads and stores; a fill of the output just before the
+    op seeds the accumulators.
+  }];
+  let options = [
+    Option<"rows", "rows", "int64_t", "8", "Output channels per register block">,
+    Option<"lanes", "lanes", "int64_t", "16", "f32 lanes per vector">,
+    Option<"vectors", "vectors", "int64_t", "2",
+           "Vectors of one output row per register block">,
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
                            "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
