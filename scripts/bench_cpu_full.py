@@ -16,6 +16,7 @@ best peer (below 1: mcc is faster).
     python3 scripts/bench_cpu_full.py --full /tmp/full --threads 1,2 --runs 20
 """
 import argparse
+import gc
 import os
 import subprocess
 import sys
@@ -33,6 +34,15 @@ from bench_cpu import ort_session, rel_err, time_calls  # noqa: E402
 
 ROWS = ["bert-base-b1", "gpt2-b1", "resnet50-b1", "mobilenetv3_large_100-b1",
         "resnext101_32x8d-b1"]
+
+
+def settle():
+    """Frees a finished runtime and lets its worker threads go idle: on two
+    cores, ONNX Runtime's or OpenVINO's pool still spinning after its last
+    call slowed the next runtime measured (mcc's two-thread resnet50 took
+    58 ms right after OpenVINO's one-thread run, 51 ms alone)."""
+    gc.collect()
+    time.sleep(1.0)
 
 
 def openvino_call(path, threads, feeds):
@@ -110,11 +120,13 @@ def main():
             sess = ort_session(ort, onnx_path, t)
             o = time_calls(lambda: sess.run(None, ort_feeds), args.warmup, args.runs)
             del sess
+            settle()
             v = None
             if have_ov:
                 fn = openvino_call(onnx_path, t, ort_feeds)
                 v = time_calls(fn, args.warmup, args.runs)
                 del fn
+                settle()
             best = min(x for x in (o, v) if x is not None)
             table.append((row, t, csec, err, m, o, v, m / best))
             print(f"[{row}] threads={t} mcc {m:.1f} ms, ORT {o:.1f} ms, OpenVINO "
