@@ -48,6 +48,20 @@ func.func @even_tiles(%a: tensor<128x768xf32>, %b: tensor<768x2304xf32>) -> tens
   return %m : tensor<128x2304xf32>
 }
 
+// N = 784 (a 28 x 28 image) has no even split into multiples of 32 (12
+// tiles of 64 and one of 16: 7 against 6 at two threads); 98 = 6 vectors
+// and 2 dot-product columns splits it into 8 equal tiles.
+// CHECK-LABEL: func.func @even_tiles_off_the_block
+// CHECK: scf.forall ({{.*}}) = (0) to (784) step (98)
+// CHECK:   linalg.matmul {{.*}} -> tensor<128x98xf32>
+func.func @even_tiles_off_the_block(%a: tensor<128x512xf32>, %b: tensor<512x784xf32>) -> tensor<128x784xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<128x784xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<128x784xf32>) -> tensor<128x784xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<128x512xf32>, tensor<512x784xf32>) outs(%f : tensor<128x784xf32>) -> tensor<128x784xf32>
+  return %m : tensor<128x784xf32>
+}
+
 // A small leading dim (2) is not enough: the next parallel dim is tiled too.
 // CHECK-LABEL: func.func @elementwise
 // CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (2, 40) step (1, 10)
