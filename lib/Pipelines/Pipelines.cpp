@@ -19,15 +19,16 @@ struct StageText {
   const char *name, *summary, *pipeline;
 };
 
-// Grouped convolutions stay convolutions on the CPU (run in place by
-// mcc-vectorize-grouped-conv); on the GPU they become cuBLAS products.
+// Grouped and few-channel convolutions stay convolutions on the CPU (run in
+// place by mcc-vectorize-grouped-conv); on the GPU they become cuBLAS
+// products.
 #define MCC_FUSE_STAGE(CONV_TO_MATMUL)                                         \
   "canonicalize,cse,func.func(" CONV_TO_MATMUL "),canonicalize,"              \
   "func.func(mcc-fuse-elementwise),canonicalize,cse"
 
 const StageText kCpuStages[] = {
     {"mcc-cpu-fuse", "canonicalize and fuse elementwise producers/consumers",
-     MCC_FUSE_STAGE("mcc-conv-to-matmul{direct-grouped}")},
+     MCC_FUSE_STAGE("mcc-conv-to-matmul{direct-convs}")},
     {"mcc-cpu-tile",
      "tile ops into parallel scf.forall tiles; reorder contraction loops",
      "func.func(mcc-pad-into-producer),func.func(mcc-tile-for-cpu),"

@@ -203,9 +203,10 @@ def ConvToMatmul : Pass<"mcc-conv-to-matmul", "mlir::func::FuncOp"> {
     Depthwise convolutions are left alone: their products have K = KH*KW.
   }];
   let options = [
-    Option<"directGrouped", "direct-grouped", "bool", "false",
-           "Leave f32 grouped 2-D convolutions with at least 12 output columns "
-           "and a window larger than 1x1 to mcc-vectorize-grouped-conv (CPU)">,
+    Option<"directConvs", "direct-convs", "bool", "false",
+           "Leave f32 convolutions with a window larger than 1x1 and at least "
+           "12 output columns to mcc-vectorize-grouped-conv (CPU): grouped "
+           "ones, and ungrouped ones of at most 64 input channels as one group">,
   ];
   let dependentDialects = ["mlir::linalg::LinalgDialect",
                            "mlir::tensor::TensorDialect"];
