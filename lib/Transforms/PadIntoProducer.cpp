@@ -72,6 +72,21 @@ LogicalResult rewritePad(RewriterBase &rw, tensor::PadOp pad) {
     return failure();
   Value source = pad.getSource();
   linalg::LinalgOp producer = freshProducer(source);
+  // The producer may sit behind a reshape that only adds unit dims (a
+  // convolution run as one group pads [N, 1, C, H, W]): it then writes a
+  // rank-reduced interior slice.
+  RankedTensorType producedType;
+  if (!producer)
+    if (auto expand = source.getDefiningOp<tensor::ExpandShapeOp>())
+      if (expand->hasOneUse() &&
+          llvm::all_of(expand.getReassociationIndices(),
+                       [&](const ReassociationIndices &group) {
+                         return llvm::count_if(group, [&](int64_t d) {
+                                  return srcType.getDimSize(d) != 1;
+                                }) <= 1;
+                       }))
+        if ((producer = freshProducer(expand.getSrc())))
+          producedType = expand.getSrcType();
   if (producer)
     rw.setInsertionPoint(producer);
   else
@@ -108,11 +123,19 @@ LogicalResult rewritePad(RewriterBase &rw, tensor::PadOp pad) {
   if (producer) {
     // The producer writes into the interior slice of the padded tensor.
     Value interior =
-        tensor::ExtractSliceOp::create(rw, loc, dest, off, sz, one);
+        producedType
+            ? tensor::ExtractSliceOp::create(rw, loc, producedType, dest, off,
+                                             sz, one)
+            : tensor::ExtractSliceOp::create(rw, loc, dest, off, sz, one);
     rw.modifyOpInPlace(producer,
                        [&] { producer.getDpsInitOperand(0)->set(interior); });
     rw.setInsertionPoint(pad);
   }
+  // Behind a unit-dim reshape, the producer's own result goes back in
+  // (rank-reduced, like the slice it wrote), so that bufferization sees
+  // the same slice and copies nothing.
+  if (producedType)
+    source = producer->getResult(0);
   rw.replaceOpWithNewOp<tensor::InsertSliceOp>(pad, source, dest, off, sz, one);
   return success();
 }

@@ -61,3 +61,32 @@ func.func @dynamic(%x: tensor<?x1x2x2xf32>) -> tensor<?x1x4x4xf32> {
   } : tensor<?x1x2x2xf32> to tensor<?x1x4x4xf32>
   return %p : tensor<?x1x4x4xf32>
 }
+
+// Behind a reshape that only adds a unit dim (a convolution run as one
+// group pads [N, 1, C, H, W]), the producer writes a rank-reduced interior
+// slice and its result goes back in rank-reduced: no reshape between them
+// for bufferization to copy through.
+// CHECK-LABEL: func.func @through_unit_reshape
+// CHECK: %[[P:.*]] = bufferization.alloc_tensor() : tensor<1x1x2x6x6xf32>
+// CHECK: %[[IN:.*]] = tensor.extract_slice %{{.*}}[0, 0, 0, 1, 1] [1, 1, 2, 4, 4] [1, 1, 1, 1, 1] : tensor<1x1x2x6x6xf32> to tensor<1x2x4x4xf32>
+// CHECK: %[[R:.*]] = linalg.generic {{.*}} outs(%[[IN]] : tensor<1x2x4x4xf32>)
+// CHECK: %[[OUT:.*]] = tensor.insert_slice %[[R]] into %{{.*}}[0, 0, 0, 1, 1] [1, 1, 2, 4, 4] [1, 1, 1, 1, 1] : tensor<1x2x4x4xf32> into tensor<1x1x2x6x6xf32>
+// CHECK-NOT: tensor.pad
+// CHECK: return %[[OUT]]
+func.func @through_unit_reshape(%x: tensor<1x2x4x4xf32>) -> tensor<1x1x2x6x6xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x2x4x4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : tensor<1x2x4x4xf32>) outs(%e : tensor<1x2x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<1x2x4x4xf32>
+  %ex = tensor.expand_shape %r [[0, 1], [2], [3], [4]] output_shape [1, 1, 2, 4, 4] : tensor<1x2x4x4xf32> into tensor<1x1x2x4x4xf32>
+  %p = tensor.pad %ex low[0, 0, 0, 1, 1] high[0, 0, 0, 1, 1] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index, %e2: index):
+    tensor.yield %zero : f32
+  } : tensor<1x1x2x4x4xf32> to tensor<1x1x2x6x6xf32>
+  return %p : tensor<1x1x2x6x6xf32>
+}
