@@ -4,7 +4,9 @@
 Compiles every models/ entry with `mcc compile --target cuda`, then checks
 each .so: `mcc inspect` reports target cuda and the requested arch, and
 every fatbin embedded in it holds a CUDA ELF (e_machine 190) for that SM
-(so ptxas ran, and the code will load on that GPU without JIT).
+(so ptxas ran, and the code will load on that GPU without JIT), and the
+model's precision string is exported for the runtime but read by its own
+shim without a dynamic relocation (so no other library can interpose it).
 
     python3 scripts/check_cuda_build.py --mcc build/tools/mcc/mcc --models models
 """
@@ -41,6 +43,20 @@ def fatbin_elf_archs(blob):
         found.append(archs)
         i = blob.find(FATBIN_MAGIC, i + header + total)
     return found
+
+
+def precision_binding(so):
+    """Problems with how `so` exports and reads mcc_precision (readelf)."""
+    syms = subprocess.run(["readelf", "--dyn-syms", "-W", so], capture_output=True,
+                          text=True, check=True).stdout
+    relocs = subprocess.run(["readelf", "-r", "-W", so], capture_output=True,
+                            text=True, check=True).stdout
+    problems = []
+    if not re.search(r"GLOBAL\s+DEFAULT\s+\d+\s+mcc_precision$", syms, re.M):
+        problems.append("mcc_precision is not exported")
+    if re.search(r"\bmcc_precision", relocs):
+        problems.append("mcc_precision is read through a dynamic relocation")
+    return problems
 
 
 def main():
@@ -83,6 +99,7 @@ def main():
             problems.append("no fatbin embedded")
         if not kernels:
             problems.append("no mcc_<n> kernel in the ELF")
+        problems += precision_binding(so)
         bad = [a for a in fatbins if want not in a]
         if bad:
             problems.append(f"{len(bad)} of {len(fatbins)} fatbins lack sm_{want} code")

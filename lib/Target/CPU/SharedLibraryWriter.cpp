@@ -701,6 +701,12 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
         *llvmModule, text->getType(), /*isConstant=*/true,
         llvm::GlobalValue::ExternalLinkage, text, "mcc_precision");
     precision->setVisibility(llvm::GlobalValue::DefaultVisibility);
+    // The shim's own (hidden) name for it, which no other library can
+    // interpose.
+    auto *local = llvm::GlobalAlias::create(
+        text->getType(), 0, llvm::GlobalValue::ExternalLinkage,
+        "mcc_precision_local", precision, llvmModule.get());
+    local->setVisibility(llvm::GlobalValue::HiddenVisibility);
   }
   for (llvm::Function &f : *llvmModule) {
     if (f.isDeclaration())

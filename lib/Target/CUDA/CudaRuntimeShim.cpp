@@ -783,16 +783,22 @@ enum class Precision { Fp32, Tf32x3, Tf32 };
 
 } // namespace
 
-// Defined (exported) by the model; weak so that the shim links without it.
-extern "C" __attribute__((weak, visibility("default"))) const char
-    mcc_precision[];
+// The model exports mcc_precision (for mcc_model_precision) and defines
+// the same bytes as the hidden mcc_precision_local, which the shim reads:
+// a hidden reference binds to this library's own definition at link time.
+// Through the exported name it went through the GOT, and a model linked
+// into the program (or loaded RTLD_GLOBAL) first would have decided this
+// one's precision. Weak so that the shim links without it.
+extern "C" __attribute__((weak, visibility("hidden"))) const char
+    mcc_precision_local[];
 
 namespace {
 
 Precision precision() {
   static Precision p = [] {
     const char *env = std::getenv("MCC_CUDA_PRECISION");
-    std::string s = env && *env ? env : (mcc_precision ? mcc_precision : "");
+    std::string s =
+        env && *env ? env : (mcc_precision_local ? mcc_precision_local : "");
     if (s == "tf32x3")
       return Precision::Tf32x3;
     if (s == "tf32")
