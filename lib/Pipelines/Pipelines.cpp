@@ -28,7 +28,8 @@ struct StageText {
 
 const StageText kCpuStages[] = {
     {"mcc-cpu-fuse", "canonicalize and fuse elementwise producers/consumers",
-     MCC_FUSE_STAGE("mcc-conv-to-matmul{direct-convs}")},
+     MCC_FUSE_STAGE("mcc-conv-to-matmul{direct-convs}")
+     ",func.func(mcc-collapse-product-epilogues),canonicalize,cse"},
     {"mcc-cpu-tile",
      "tile ops into parallel scf.forall tiles; reorder contraction loops",
      "func.func(mcc-pad-into-producer),func.func(mcc-tile-for-cpu),"

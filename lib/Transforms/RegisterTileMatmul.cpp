@@ -17,6 +17,7 @@
 
 #include "mcc/Transforms/ContractionUtils.h"
 #include "mcc/Transforms/Passes.h"
+#include "mcc/Transforms/VectorKernelUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -31,6 +32,8 @@ namespace mcc {
 } // namespace mcc
 
 using namespace mlir;
+using mcc::hasUnitInnerStride;
+using mcc::intsOf;
 
 namespace {
 
@@ -59,8 +62,7 @@ int64_t dotTailColumns(Value a, Value c, int64_t lanes) {
   SmallVector<int64_t> strides;
   int64_t offset;
   if (ShapedType::isDynamic(n) || ShapedType::isDynamic(k) || k < 4 * lanes ||
-      failed(aType.getStridesAndOffset(strides, offset)) ||
-      strides.back() != 1)
+      failed(aType.getStridesAndOffset(strides, offset)) || strides.back() != 1)
     return 0;
   int64_t tail = n % lanes;
   return tail <= kMaxDotColumns && n > tail ? tail : 0;
@@ -84,16 +86,154 @@ Value allocatePack(OpBuilder &b, Location loc, Value c, KernelShape shape) {
       b, loc, MemRefType::get({panels, shape.kBlock, nr}, b.getF32Type()));
 }
 
+/// An elementwise linalg.generic that reads a 2-D product's C at the same
+/// indices right after the product (a bias, a normalization, an activation,
+/// a residual add: mcc-collapse-product-epilogues puts them on the
+/// product's 2-D space and mcc-tile-for-cpu into its tile). The kernel
+/// applies it to the register block in the last K block and stores its
+/// results; C itself is stored there only when something reads it later.
+struct Epilogue {
+  linalg::GenericOp op;
+  unsigned cInput; // the input that is C
+  bool storeC;
+};
+
+/// How the epilogue reads an input: at C's index, per row, or per column.
+enum class EpilogueRead { Full, Row, Column };
+
+EpilogueRead readOf(AffineMap map) {
+  if (map.isIdentity())
+    return EpilogueRead::Full;
+  return cast<AffineDimExpr>(map.getResult(0)).getPosition() == 0
+             ? EpilogueRead::Row
+             : EpilogueRead::Column;
+}
+
+/// Ops that an epilogue's body may hold: scalar elementwise arith and math,
+/// which the kernel re-creates on vectors.
+bool vectorizableBody(linalg::GenericOp op) {
+  for (Operation &inner : op.getBody()->without_terminator()) {
+    if (inner.getNumRegions() || !OpTrait::hasElementwiseMappableTraits(&inner))
+      return false;
+    for (Type t : llvm::concat<const Type>(inner.getOperandTypes(),
+                                           inner.getResultTypes()))
+      if (!t.isIntOrFloat())
+        return false;
+  }
+  return true;
+}
+
+/// The buffer behind `v`'s views.
+Value rootBuffer(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// Whether anything but `ops` (and views, deallocs) touches the buffer
+/// behind `c`: then C must still be written.
+bool readElsewhere(Value c, ArrayRef<Operation *> ops) {
+  Value root = rootBuffer(c);
+  if (!root.getDefiningOp<memref::AllocOp>() &&
+      !root.getDefiningOp<memref::AllocaOp>())
+    return true;
+  SmallVector<Value> aliases = {root};
+  for (size_t i = 0; i < aliases.size(); ++i)
+    for (Operation *user : aliases[i].getUsers()) {
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
+        if (view.getViewSource() == aliases[i])
+          llvm::append_range(aliases, user->getResults());
+        continue;
+      }
+      if (isa<memref::DeallocOp>(user) || llvm::is_contained(ops, user))
+        continue;
+      return true;
+    }
+  return false;
+}
+
+/// The epilogue of `op` (a 2-D f32 product writing `c`), if the op after it
+/// is one. Between the two there may only be views, which move before the
+/// product, and profile marks.
+std::optional<Epilogue> matchEpilogue(linalg::MatmulOp op, Value c,
+                                      Operation *fill) {
+  SmallVector<Operation *> views;
+  Operation *next = op->getNextNode();
+  for (; next; next = next->getNextNode()) {
+    if (isa<ViewLikeOpInterface>(next) && isPure(next)) {
+      views.push_back(next);
+      continue;
+    }
+    auto call = dyn_cast<func::CallOp>(next);
+    if (call && call.getCallee() == "mcc_profile_mark")
+      continue;
+    break;
+  }
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(next);
+  if (!generic || !generic.hasPureBufferSemantics() ||
+      generic.getNumLoops() != 2 || generic.getNumReductionLoops() != 0 ||
+      generic.hasIndexSemantics() || !vectorizableBody(generic))
+    return std::nullopt;
+  for (Operation *view : views)
+    for (Value v : view->getOperands())
+      if (Operation *def = v.getDefiningOp();
+          def && def->getBlock() == op->getBlock() && op->isBeforeInBlock(def))
+        return std::nullopt;
+  std::optional<unsigned> cInput;
+  for (OpOperand *in : generic.getDpsInputOperands()) {
+    AffineMap map = generic.getMatchingIndexingMap(in);
+    if (in->get() == c && map.isIdentity() && !cInput) {
+      cInput = in->getOperandNumber();
+      continue;
+    }
+    auto type = dyn_cast<MemRefType>(in->get().getType());
+    if (!type || !type.getElementType().isF32() ||
+        !map.isProjectedPermutation())
+      return std::nullopt;
+    bool full = map.isIdentity();
+    bool oneDim = map.getNumResults() == 1;
+    if (!full && !oneDim)
+      return std::nullopt;
+    // Full and per-column inputs are read as vectors along the columns.
+    if ((full || readOf(map) == EpilogueRead::Column) &&
+        !hasUnitInnerStride(in->get()))
+      return std::nullopt;
+  }
+  if (!cInput)
+    return std::nullopt;
+  // The epilogue writes its outputs while the product still reads A and B
+  // (and C, for the K blocks of later column blocks): an output is C
+  // itself or a buffer of its own.
+  Value aRoot = rootBuffer(op.getDpsInputs()[0]),
+        bRoot = rootBuffer(op.getDpsInputs()[1]), cRoot = rootBuffer(c);
+  bool writesC = false;
+  for (OpOperand &out : generic.getDpsInitsMutable()) {
+    Value root = rootBuffer(out.get());
+    if (!generic.getMatchingIndexingMap(&out).isIdentity() ||
+        generic.payloadUsesValueFromOperand(&out) ||
+        !hasUnitInnerStride(out.get()) || root == aRoot || root == bRoot ||
+        (root == cRoot && out.get() != c))
+      return std::nullopt;
+    writesC |= out.get() == c;
+  }
+  for (Operation *view : views)
+    view->moveBefore(fill ? fill : op.getOperation());
+  SmallVector<Operation *> ops = {op, generic};
+  if (fill)
+    ops.push_back(fill);
+  return Epilogue{generic, *cInput, !writesC && readElsewhere(c, ops)};
+}
+
 /// Emits the loops for C[batch..., m, n] += A[batch..., m, k] * B[batch...,
 /// k, n] with the leading `batch` indices fixed; a 2-D A (weights shared by
 /// the batch) is indexed without them. B is packed into `pack`
 /// (allocatePack's), or read in place when that is null.
-class MatmulEmitter {
+class MatmulEmitter : mcc::VectorKernelBuilder {
 public:
   MatmulEmitter(OpBuilder &b, Location loc, Value a, Value bm, Value c,
                 ValueRange batch, Value pack, KernelShape shape)
-      : b(b), loc(loc), a(a), bm(bm), c(c), pack(pack), direct(!pack),
-        batch(batch.begin(), batch.end()), shape(shape) {
+      : VectorKernelBuilder(b, loc), a(a), bm(bm), c(c), pack(pack),
+        direct(!pack), batch(batch.begin(), batch.end()), shape(shape) {
     vecType = VectorType::get({shape.lanes}, b.getF32Type());
     maskType = VectorType::get({shape.lanes}, b.getI1Type());
   }
@@ -110,6 +250,7 @@ public:
     Value K = memref::DimOp::create(
         b, loc, a, cast<MemRefType>(a.getType()).getRank() - 1);
     lastK = arith::SubIOp::create(b, loc, K, idx(1));
+    bool hasEpilogue = epilogue.has_value();
     if (tail)
       packDotColumns(K, staticN - tail, tail);
     Value mFull = roundDown(M, shape.rows);
@@ -120,6 +261,9 @@ public:
     forLoop(idx(0), K, shape.kBlock, [&](Value k0) {
       Value kEnd = arith::MinSIOp::create(
           b, loc, arith::AddIOp::create(b, loc, k0, idx(shape.kBlock)), K);
+      if (hasEpilogue)
+        lastBlock =
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kEnd, K);
       // Full column blocks, `panels` of them packed at a time, then the
       // masked remainder.
       forLoop(idx(0), nFull, chunk, [&](Value c0) {
@@ -159,22 +303,6 @@ public:
   }
 
 private:
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-
-  Value roundDown(Value v, int64_t m) {
-    Value rem = arith::RemUIOp::create(b, loc, v, idx(m));
-    return arith::SubIOp::create(b, loc, v, rem);
-  }
-
-  void forLoop(Value lo, Value hi, int64_t step,
-               llvm::function_ref<void(Value)> body) {
-    scf::ForOp::create(b, loc, lo, hi, idx(step), ValueRange{},
-                       [&](OpBuilder &, Location, Value iv, ValueRange) {
-                         body(iv);
-                         scf::YieldOp::create(b, loc);
-                       });
-  }
-
   /// Copies B[k0:kEnd, c0:cEnd] into consecutive panels of nr columns,
   /// walking each row of B across all of them; a masked remainder (`cols`
   /// columns, one panel) is zero-filled past its end. B rows are far apart
@@ -342,9 +470,117 @@ private:
           }
           scf::YieldOp::create(b, loc, out);
         });
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < shape.vectors; ++j)
-        store(loop.getResult(i * shape.vectors + j), rowIdx[i], n0, cols, j);
+    auto storeC = [&] {
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < shape.vectors; ++j)
+          store(loop.getResult(i * shape.vectors + j), rowIdx[i], n0, cols, j);
+    };
+    if (!epilogue)
+      return storeC();
+    // The last K block stores the epilogue's results instead.
+    scf::IfOp::create(
+        b, loc, lastBlock,
+        [&](OpBuilder &, Location) {
+          if (epilogue->storeC)
+            storeC();
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < shape.vectors; ++j) {
+              Value colJ =
+                  arith::AddIOp::create(b, loc, n0, idx(j * shape.lanes));
+              SmallVector<Value> results =
+                  applyEpilogue(loop.getResult(i * shape.vectors + j),
+                                rowIdx[i], colJ, cols, j);
+              for (auto [value, out] :
+                   llvm::zip(results, epilogue->op.getDpsInits())) {
+                if (!cols)
+                  vector::StoreOp::create(b, loc, value, out,
+                                          ValueRange{rowIdx[i], colJ});
+                else
+                  vector::MaskedStoreOp::create(b, loc, out,
+                                                ValueRange{rowIdx[i], colJ},
+                                                mask(cols, j), value);
+              }
+            }
+          scf::YieldOp::create(b, loc);
+        },
+        [&](OpBuilder &, Location) {
+          storeC();
+          scf::YieldOp::create(b, loc);
+        });
+  }
+
+  /// Broadcasts a scalar to a vector of `lanes`; vectors pass through.
+  Value vectorOf(Value v) {
+    if (isa<VectorType>(v.getType()))
+      return v;
+    return vector::BroadcastOp::create(
+        b, loc, VectorType::get({shape.lanes}, v.getType()), v);
+  }
+
+  /// The epilogue's results at C[row, col...] given C's value there: a
+  /// vector of lanes columns from col (vector `j` of a block whose `cols`
+  /// columns mask a partial one), or, for a scalar `value`, the one element.
+  SmallVector<Value> applyEpilogue(Value value, Value row, Value col,
+                                   Value cols, int64_t j) {
+    bool vec = isa<VectorType>(value.getType());
+    linalg::GenericOp op = epilogue->op;
+    Block *body = op.getBody();
+    IRMapping map;
+    for (OpOperand *in : op.getDpsInputOperands()) {
+      Value v;
+      Value mem = in->get();
+      if (in->getOperandNumber() == epilogue->cInput) {
+        v = value;
+      } else {
+        switch (readOf(op.getMatchingIndexingMap(in))) {
+        case EpilogueRead::Full:
+          v = !vec ? memref::LoadOp::create(b, loc, mem, ValueRange{row, col})
+                         .getResult()
+              : !cols ? vector::LoadOp::create(b, loc, vecType, mem,
+                                               ValueRange{row, col})
+                            .getResult()
+                      : vector::MaskedLoadOp::create(
+                            b, loc, vecType, mem, ValueRange{row, col},
+                            mask(cols, j), vectorOf(zeroF32()))
+                            .getResult();
+          break;
+        case EpilogueRead::Row:
+          v = memref::LoadOp::create(b, loc, mem, ValueRange{row});
+          break;
+        case EpilogueRead::Column:
+          v = !vec ? memref::LoadOp::create(b, loc, mem, ValueRange{col})
+                         .getResult()
+              : !cols ? vector::LoadOp::create(b, loc, vecType, mem, col)
+                            .getResult()
+                      : vector::MaskedLoadOp::create(b, loc, vecType, mem, col,
+                                                     mask(cols, j),
+                                                     vectorOf(zeroF32()))
+                            .getResult();
+          break;
+        }
+      }
+      map.map(body->getArgument(in->getOperandNumber()), vec ? vectorOf(v) : v);
+    }
+    for (Operation &inner : body->without_terminator()) {
+      if (vec)
+        for (Value operand : inner.getOperands())
+          if (!map.contains(operand))
+            map.map(operand, vectorOf(operand));
+      Operation *copy = b.clone(inner, map);
+      if (vec)
+        for (OpResult r : copy->getResults())
+          r.setType(VectorType::get({shape.lanes}, r.getType()));
+    }
+    SmallVector<Value> results;
+    for (Value y : body->getTerminator()->getOperands()) {
+      Value v = map.lookupOrDefault(y);
+      results.push_back(vec ? vectorOf(v) : v);
+    }
+    return results;
+  }
+
+  Value zeroF32() {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
   }
 
   /// Copies the `count` tail columns from n0 of B to `dotPack` (count x K,
@@ -422,8 +658,27 @@ private:
           // The first K block starts from the fill's value instead of C.
           if (initValue)
             before = arith::SelectOp::create(b, loc, first, initValue, before);
-          memref::StoreOp::create(
-              b, loc, arith::AddFOp::create(b, loc, before, sum), c, where);
+          Value total = arith::AddFOp::create(b, loc, before, sum);
+          if (!epilogue) {
+            memref::StoreOp::create(b, loc, total, c, where);
+            continue;
+          }
+          scf::IfOp::create(
+              b, loc, lastBlock,
+              [&](OpBuilder &, Location) {
+                if (epilogue->storeC)
+                  memref::StoreOp::create(b, loc, total, c, where);
+                SmallVector<Value> results =
+                    applyEpilogue(total, rowIdx[i], idx(n0 + j), Value(), 0);
+                for (auto [value, out] :
+                     llvm::zip(results, epilogue->op.getDpsInits()))
+                  memref::StoreOp::create(b, loc, value, out, where);
+                scf::YieldOp::create(b, loc);
+              },
+              [&](OpBuilder &, Location) {
+                memref::StoreOp::create(b, loc, total, c, where);
+                scf::YieldOp::create(b, loc);
+              });
         }
     };
     Value mFull = roundDown(M, rows);
@@ -437,14 +692,16 @@ public:
   Value initValue;
   /// count x K floats for dotTailColumns' columns; null: no dot tail.
   Value dotPack;
+  /// Applied to C in the last K block (2-D products only).
+  std::optional<Epilogue> epilogue;
 
 private:
   /// Rows of B fetched ahead of the packing copy, and 64-byte cache lines.
   static constexpr int64_t kPrefetchRows = 16, kFloatsPerLine = 16;
 
-  OpBuilder &b;
-  Location loc;
   Value a, bm, c, pack, lastK;
+  /// Whether the current K block is the last one (with an epilogue).
+  Value lastBlock;
   bool direct;
   SmallVector<Value> batch;
   KernelShape shape;
@@ -456,11 +713,12 @@ private:
 /// in NCHW). The register-blocked kernel would run it one lane wide; here
 /// each row of A is a dot product along K, `rows` rows at a time, one
 /// vector accumulator per row, summed across lanes at the end.
-class MatvecEmitter {
+class MatvecEmitter : mcc::VectorKernelBuilder {
 public:
   MatvecEmitter(OpBuilder &b, Location loc, Value a, Value x, Value c,
                 int64_t rows, int64_t lanes)
-      : b(b), loc(loc), a(a), x(x), c(c), rows(rows), lanes(lanes) {
+      : VectorKernelBuilder(b, loc), a(a), x(x), c(c), rows(rows),
+        lanes(lanes) {
     vecType = VectorType::get({lanes}, b.getF32Type());
     maskType = VectorType::get({lanes}, b.getI1Type());
   }
@@ -481,8 +739,6 @@ public:
   Value initValue;
 
 private:
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-
   void loop(Value lo, Value hi, int64_t step,
             llvm::function_ref<void(Value)> body) {
     scf::ForOp::create(b, loc, lo, hi, idx(step), ValueRange{},
@@ -535,8 +791,6 @@ private:
     }
   }
 
-  OpBuilder &b;
-  Location loc;
   Value a, x, c, kFull, kRest;
   int64_t rows, lanes;
   VectorType vecType, maskType;
@@ -561,19 +815,6 @@ Value columnVector(OpBuilder &b, Location loc, Value bm) {
       ArrayRef<OpFoldResult>{size}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
 }
 
-/// The kernel reads B and C rows as vectors: their last dim must be
-/// unit-stride.
-bool unitInnerStride(Value v) {
-  auto t = dyn_cast<MemRefType>(v.getType());
-  if (!t || !t.getElementType().isF32())
-    return false;
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(t.getStridesAndOffset(strides, offset)))
-    return false;
-  return !strides.empty() && strides.back() == 1;
-}
-
 struct RegisterTileMatmulPass
     : mcc::impl::RegisterTileMatmulBase<RegisterTileMatmulPass> {
   using RegisterTileMatmulBase::RegisterTileMatmulBase;
@@ -595,7 +836,7 @@ struct RegisterTileMatmulPass
             c = op.getDpsInits()[0];
       if (isa<MemRefType>(a.getType()) &&
           cast<MemRefType>(a.getType()).getElementType().isF32() &&
-          unitInnerStride(bm) && unitInnerStride(c))
+          hasUnitInnerStride(bm) && hasUnitInnerStride(c))
         ops.push_back(op);
     });
     KernelShape shape{rows, vectors, lanes, kBlock, panels};
@@ -619,6 +860,12 @@ struct RegisterTileMatmulPass
       // shares one buffer: allocas in a loop body are only freed per
       // iteration by a scope, which canonicalization removes there (an
       // scf.for is an allocation scope), and each iteration grew the stack.
+      // Matched before the scope: views between the product and its
+      // epilogue move before both.
+      std::optional<Epilogue> epilogue;
+      if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
+          matmul && fuseEpilogues)
+        epilogue = matchEpilogue(matmul, c, init ? fill : nullptr);
       auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
       b.setInsertionPointToStart(b.createBlock(&scope.getBodyRegion()));
       // One row of A (a classifier at batch 1) reads B in place, a wide
@@ -645,7 +892,7 @@ struct RegisterTileMatmulPass
         // last vector on twice the rows and spent a broadcast of A per FMA.
         opShape.vectors = 3;
       }
-      Value column = isa<linalg::MatmulOp>(op) && unitInnerStride(a)
+      Value column = isa<linalg::MatmulOp>(op) && hasUnitInnerStride(a)
                          ? columnVector(b, loc, bm)
                          : Value();
       Value pack = column ? Value() : allocatePack(b, loc, c, opShape);
@@ -653,8 +900,9 @@ struct RegisterTileMatmulPass
       if (int64_t tail = column ? 0 : dotTailColumns(a, c, shape.lanes))
         dotPack = memref::AllocaOp::create(
             b, loc,
-            MemRefType::get({tail, cast<MemRefType>(a.getType()).getShape().back()},
-                            b.getF32Type()));
+            MemRefType::get(
+                {tail, cast<MemRefType>(a.getType()).getShape().back()},
+                b.getF32Type()));
       if (column) {
         MatvecEmitter emitter(b, loc, a, column, c, shape.rows, shape.lanes);
         emitter.initValue = init;
@@ -663,6 +911,7 @@ struct RegisterTileMatmulPass
         MatmulEmitter emitter(b, loc, a, bm, c, ValueRange{}, pack, opShape);
         emitter.initValue = init;
         emitter.dotPack = dotPack;
+        emitter.epilogue = epilogue;
         emitter.emit();
       } else {
         Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -680,6 +929,8 @@ struct RegisterTileMatmulPass
       }
       memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
       op->erase();
+      if (epilogue && !column)
+        epilogue->op->erase();
       if (init)
         fill->erase();
     }

@@ -24,22 +24,25 @@ public:
   IndexMath(OpBuilder &b, Location loc) : b(b), loc(loc) {}
 
   OpFoldResult min(OpFoldResult x, OpFoldResult y) {
-    return fold(x, y, [](int64_t p, int64_t q) { return std::min(p, q); },
-                [&](Value p, Value q) -> Value {
-                  return arith::MinSIOp::create(b, loc, p, q);
-                });
+    return fold(
+        x, y, [](int64_t p, int64_t q) { return std::min(p, q); },
+        [&](Value p, Value q) -> Value {
+          return arith::MinSIOp::create(b, loc, p, q);
+        });
   }
   OpFoldResult max(OpFoldResult x, OpFoldResult y) {
-    return fold(x, y, [](int64_t p, int64_t q) { return std::max(p, q); },
-                [&](Value p, Value q) -> Value {
-                  return arith::MaxSIOp::create(b, loc, p, q);
-                });
+    return fold(
+        x, y, [](int64_t p, int64_t q) { return std::max(p, q); },
+        [&](Value p, Value q) -> Value {
+          return arith::MaxSIOp::create(b, loc, p, q);
+        });
   }
   OpFoldResult ceilDiv(OpFoldResult x, OpFoldResult y) {
-    return fold(x, y, [](int64_t p, int64_t q) { return (p + q - 1) / q; },
-                [&](Value p, Value q) -> Value {
-                  return arith::CeilDivUIOp::create(b, loc, p, q);
-                });
+    return fold(
+        x, y, [](int64_t p, int64_t q) { return (p + q - 1) / q; },
+        [&](Value p, Value q) -> Value {
+          return arith::CeilDivUIOp::create(b, loc, p, q);
+        });
   }
 
 private:
@@ -121,8 +124,8 @@ SmallVector<int64_t> chooseMatmulTileSizes(linalg::LinalgOp op,
   int64_t nTile = std::min<int64_t>(roundUp(N, 32), 256);
   int64_t batchTiles = 1;
   for (size_t i = 0; i < batch; ++i)
-    batchTiles *= ShapedType::isDynamic(ranges[i]) ? kAssumedDynamicBatch
-                                                   : ranges[i];
+    batchTiles *=
+        ShapedType::isDynamic(ranges[i]) ? kAssumedDynamicBatch : ranges[i];
   auto tiles = [&] {
     return batchTiles * ((M + mTile - 1) / mTile) * ((N + nTile - 1) / nTile);
   };
@@ -151,8 +154,7 @@ SmallVector<int64_t> chooseMatmulTileSizes(linalg::LinalgOp op,
     bool dotTail = !ShapedType::isDynamic(K) && K >= 64;
     for (int64_t w = 512; w >= 32; --w)
       if ((w % 32 == 0 || (dotTail && w % 16 <= 4)) && N % w == 0 &&
-          (otherTiles * (N / w)) % 2 == 0 &&
-          otherTiles * (N / w) >= minTiles) {
+          (otherTiles * (N / w)) % 2 == 0 && otherTiles * (N / w) >= minTiles) {
         nTile = w;
         break;
       }
@@ -263,6 +265,26 @@ int64_t reductionWork(linalg::LinalgOp op) {
 /// whole (about 32K: a few microseconds of work, a thread's start).
 constexpr int64_t kWorkPerReducedElement = 8;
 
+/// The elementwise generic that is the only user of a 2-D product's result
+/// and reads it at the same indices (mcc-collapse-product-epilogues puts
+/// bias and activation generics in this form). It is tiled in the
+/// product's place, with the product fused into its tiles, so that
+/// mcc-register-tile-matmul finds it right after the product's tile.
+linalg::GenericOp epilogueOf(linalg::LinalgOp op) {
+  if (!isa<linalg::MatmulOp>(op) || op->getNumResults() != 1 ||
+      !op->getResult(0).hasOneUse())
+    return {};
+  OpOperand &use = *op->getResult(0).getUses().begin();
+  auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
+  if (!generic || generic->getBlock() != op->getBlock() ||
+      !generic.hasPureTensorSemantics() || generic.getNumLoops() != 2 ||
+      generic.getNumReductionLoops() != 0 || generic.hasIndexSemantics() ||
+      !generic.isDpsInput(&use) ||
+      !generic.getMatchingIndexingMap(&use).isIdentity())
+    return {};
+  return generic;
+}
+
 struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
   using TileForCpuBase::TileForCpuBase;
 
@@ -279,12 +301,29 @@ struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
              reductionWork(lop) >= minTileElements * kWorkPerReducedElement))
           candidates.push_back(lop);
     IRRewriter rewriter(&getContext());
-    for (linalg::LinalgOp op : candidates) {
+    llvm::DenseSet<Operation *> tiled;
+    for (linalg::LinalgOp candidate : candidates) {
+      if (tiled.contains(candidate))
+        continue;
+      // A product with an epilogue: the epilogue is tiled by the product's
+      // tile sizes, and the product (and its fill) fused into it.
+      linalg::LinalgOp op = candidate;
+      Operation *product = nullptr;
+      if (linalg::GenericOp epilogue = epilogueOf(candidate)) {
+        product = candidate;
+        op = epilogue;
+        tiled.insert(epilogue);
+      }
       rewriter.setInsertionPoint(op);
       SmallVector<OpFoldResult> sizes;
-      if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
-        sizes = getAsIndexOpFoldResult(&getContext(),
-                                       chooseMatmulTileSizes(op, 8));
+      if (product)
+        sizes = getAsIndexOpFoldResult(
+            &getContext(),
+            ArrayRef(chooseMatmulTileSizes(cast<linalg::LinalgOp>(product), 8))
+                .take_front(2));
+      else if (isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op))
+        sizes =
+            getAsIndexOpFoldResult(&getContext(), chooseMatmulTileSizes(op, 8));
       else if (isa<linalg::DepthwiseConv2DNchwChwOp>(op))
         sizes = getAsIndexOpFoldResult(
             &getContext(), chooseDepthwiseTileSizes(op, targetTiles));
@@ -300,12 +339,13 @@ struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
       tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
       scf::SCFTileAndFuseOptions options;
       options.setTilingOptions(tiling);
-      // Fuse only the accumulator's fill: fusing other producers would
-      // recompute them per tile.
+      // Fuse only the accumulator's fill (and a product into its
+      // epilogue): fusing other producers would recompute them per tile.
       options.setFusionControlFn(
-          [](tensor::ExtractSliceOp, OpResult producer, bool)
+          [product](tensor::ExtractSliceOp, OpResult producer, bool)
               -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
-            if (isa<linalg::FillOp>(producer.getOwner()))
+            if (isa<linalg::FillOp>(producer.getOwner()) ||
+                producer.getOwner() == product)
               return scf::SCFTileAndFuseOptions::ControlFnResult{false};
             return std::nullopt;
           });
@@ -321,6 +361,8 @@ struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
           rewriter.replaceAllUsesWith(res, repl);
       if (op->use_empty())
         rewriter.eraseOp(op);
+      if (product && product->use_empty())
+        rewriter.eraseOp(product);
     }
   }
 };

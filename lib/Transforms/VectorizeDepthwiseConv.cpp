@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mcc/Transforms/Passes.h"
+#include "mcc/Transforms/VectorKernelUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -31,6 +32,8 @@ namespace mcc {
 } // namespace mcc
 
 using namespace mlir;
+using mcc::hasUnitInnerStride;
+using mcc::intsOf;
 
 namespace {
 
@@ -41,17 +44,16 @@ enum class Combine { Fma, Max, Add };
 /// Emits out[n, c, oh, ow] = combine over (kh, kw) of x[n, c, oh*sh + kh*dh,
 /// ow*sw + kw*dw] (times w[c, kh, kw] for Fma) for one op, every size but
 /// the window's read from the buffers at run time.
-class DepthwiseEmitter {
+class DepthwiseEmitter : mcc::VectorKernelBuilder {
 public:
   DepthwiseEmitter(OpBuilder &b, Location loc, Combine combine, Value x,
                    Value w, Value out, int64_t kh, int64_t kw,
                    ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
                    int64_t lanes, int64_t vectors)
-      : b(b), loc(loc), combine(combine), x(x), w(w), out(out),
+      : VectorKernelBuilder(b, loc), combine(combine), x(x), w(w), out(out),
         sh(strides[0]), sw(strides[1]), dh(dilations[0]), dw(dilations[1]),
         kh(kh), kw(kw), lanes(lanes), vectors(vectors) {
     vecType = VectorType::get({lanes}, b.getF32Type());
-    wideType = VectorType::get({lanes * sw}, b.getF32Type());
   }
 
   void emit() {
@@ -96,52 +98,13 @@ public:
   }
 
 private:
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value dim(Value m, int64_t i) { return memref::DimOp::create(b, loc, m, i); }
-
-  Value roundDown(Value v, int64_t m) {
-    Value rem = arith::RemUIOp::create(b, loc, v, idx(m));
-    return arith::SubIOp::create(b, loc, v, rem);
-  }
-
-  void forLoop(Value lo, Value hi, int64_t step,
-               llvm::function_ref<void(Value)> body) {
-    scf::ForOp::create(b, loc, lo, hi, idx(step), ValueRange{},
-                       [&](OpBuilder &, Location, Value iv, ValueRange) {
-                         body(iv);
-                         scf::YieldOp::create(b, loc);
-                       });
-  }
-
-  Value zeros(VectorType t) {
-    return arith::ConstantOp::create(b, loc, t,
-                                     DenseElementsAttr::get(t, 0.0f));
-  }
-
-  Value mask(VectorType t, Value count) {
-    return vector::CreateMaskOp::create(
-        b, loc, VectorType::get(t.getShape(), b.getI1Type()),
-        ValueRange{count});
-  }
-
   /// `lanes` inputs sw apart from x[n, c, ih, iw]; `masked` loads only the
   /// floats inside the row (the last vector of a row may overhang it).
   Value loadInput(Value n, Value c, Value ih, Value iw, bool masked) {
     SmallVector<Value, 4> at{n, c, ih, iw};
-    Value wide;
-    if (masked) {
-      Value left = arith::SubIOp::create(b, loc, inWidth, iw);
-      wide = vector::MaskedLoadOp::create(
-          b, loc, wideType, x, at, mask(wideType, left), zeros(wideType));
-    } else {
-      wide = vector::LoadOp::create(b, loc, wideType, x, at);
-    }
-    if (sw == 1)
-      return wide;
-    SmallVector<int64_t> every;
-    for (int64_t i = 0; i < lanes; ++i)
-      every.push_back(i * sw);
-    return vector::ShuffleOp::create(b, loc, wide, wide, every);
+    Value left = masked ? arith::SubIOp::create(b, loc, inWidth, iw).getResult()
+                        : Value();
+    return loadStrided(x, at, lanes, sw, left);
   }
 
   /// `count` output vectors from ow0 of row (n, c, oh); `valid` (the
@@ -173,8 +136,8 @@ private:
           Value in = loadInput(n, c, row, iw, bool(valid));
           switch (combine) {
           case Combine::Fma:
-            accs[v] = vector::FMAOp::create(b, loc, in, weights[i * kw + j],
-                                            accs[v]);
+            accs[v] =
+                vector::FMAOp::create(b, loc, in, weights[i * kw + j], accs[v]);
             break;
           case Combine::Max:
             accs[v] = arith::MaximumFOp::create(b, loc, accs[v], in);
@@ -195,8 +158,6 @@ private:
     }
   }
 
-  OpBuilder &b;
-  Location loc;
   Combine combine;
 
 public:
@@ -207,25 +168,9 @@ public:
 private:
   Value x, w, out, inWidth;
   int64_t sh, sw, dh, dw, kh, kw, lanes, vectors;
-  VectorType vecType, wideType;
+  VectorType vecType;
   SmallVector<Value> weights;
 };
-
-/// Vector loads and stores need the rows (the last dim) unit-stride.
-bool unitInnerStride(Value v) {
-  auto t = dyn_cast<MemRefType>(v.getType());
-  if (!t || !t.getElementType().isF32())
-    return false;
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(t.getStridesAndOffset(strides, offset)))
-    return false;
-  return !strides.empty() && strides.back() == 1;
-}
-
-SmallVector<int64_t> ints(DenseIntElementsAttr a) {
-  return llvm::to_vector(a.getValues<int64_t>());
-}
 
 /// The window's (KH, KW), if both are static.
 std::optional<std::pair<int64_t, int64_t>> windowOf(Value v, unsigned first) {
@@ -255,23 +200,20 @@ struct VectorizeDepthwiseConvPass
             out = op.getDpsInits()[0];
       auto wt = dyn_cast<MemRefType>(w.getType());
       std::optional<std::pair<int64_t, int64_t>> window = windowOf(w, first);
-      if (!op.hasPureBufferSemantics() || !unitInnerStride(x) ||
-          !unitInnerStride(out) || !window ||
+      if (!op.hasPureBufferSemantics() || !hasUnitInnerStride(x) ||
+          !hasUnitInnerStride(out) || !window ||
           (combine == Combine::Fma && !wt.getElementType().isF32()))
         return;
-      ops.push_back({op, combine, window->first, window->second, ints(strides),
-                     ints(dilations)});
+      ops.push_back({op, combine, window->first, window->second,
+                     intsOf(strides), intsOf(dilations)});
     };
     getOperation().walk([&](Operation *op) {
       if (auto conv = dyn_cast<linalg::DepthwiseConv2DNchwChwOp>(op))
-        consider(conv, Combine::Fma, 1, conv.getStrides(),
-                 conv.getDilations());
+        consider(conv, Combine::Fma, 1, conv.getStrides(), conv.getDilations());
       else if (auto pool = dyn_cast<linalg::PoolingNchwMaxOp>(op))
-        consider(pool, Combine::Max, 0, pool.getStrides(),
-                 pool.getDilations());
+        consider(pool, Combine::Max, 0, pool.getStrides(), pool.getDilations());
       else if (auto pool = dyn_cast<linalg::PoolingNchwSumOp>(op))
-        consider(pool, Combine::Add, 0, pool.getStrides(),
-                 pool.getDilations());
+        consider(pool, Combine::Add, 0, pool.getStrides(), pool.getDilations());
     });
     for (Candidate &c : ops) {
       linalg::LinalgOp op = c.op;

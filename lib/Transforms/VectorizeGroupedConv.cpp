@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mcc/Transforms/Passes.h"
+#include "mcc/Transforms/VectorKernelUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -30,25 +31,26 @@ namespace mcc {
 } // namespace mcc
 
 using namespace mlir;
+using mcc::hasUnitInnerStride;
+using mcc::intsOf;
 
 namespace {
 
 /// Emits out[n, g, f, oh, ow] += sum_(c, kh, kw) x[n, g, c, oh*sh + kh*dh,
 /// ow*sw + kw*dw] * w[g, f, c, kh, kw], every size but the window's read
 /// from the buffers at run time.
-class GroupedConvEmitter {
+class GroupedConvEmitter : mcc::VectorKernelBuilder {
 public:
   GroupedConvEmitter(OpBuilder &b, Location loc, Value x, Value w, Value out,
                      ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
                      int64_t rows, int64_t lanes, int64_t vectors)
-      : b(b), loc(loc), x(x), w(w), out(out), sh(strides[0]), sw(strides[1]),
-        dh(dilations[0]), dw(dilations[1]), rows(rows), lanes(lanes),
-        vectors(vectors) {
+      : VectorKernelBuilder(b, loc), x(x), w(w), out(out), sh(strides[0]),
+        sw(strides[1]), dh(dilations[0]), dw(dilations[1]), rows(rows),
+        lanes(lanes), vectors(vectors) {
     auto wShape = cast<MemRefType>(w.getType()).getShape();
     kh = wShape[3];
     kw = wShape[4];
     vecType = VectorType::get({lanes}, b.getF32Type());
-    wideType = VectorType::get({lanes * sw}, b.getF32Type());
   }
 
   void emit() {
@@ -74,9 +76,8 @@ public:
           forLoop(idx(0), OH, 1, [&](Value oh) {
             Value ih = arith::MulIOp::create(b, loc, oh, idx(sh));
             Site at{n, g, f0, oh, ih};
-            forLoop(idx(0), blockEnd, block, [&](Value ow0) {
-              tile(at, count, ow0, vectors, Value());
-            });
+            forLoop(idx(0), blockEnd, block,
+                    [&](Value ow0) { tile(at, count, ow0, vectors, Value()); });
             forLoop(blockEnd, vecEnd, lanes,
                     [&](Value ow0) { tile(at, count, ow0, 1, Value()); });
             // The rest of the row, masked on the output and the input.
@@ -100,58 +101,18 @@ private:
     Value n, g, f0, oh, ih;
   };
 
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value dim(Value m, int64_t i) { return memref::DimOp::create(b, loc, m, i); }
-
-  Value roundDown(Value v, int64_t m) {
-    Value rem = arith::RemUIOp::create(b, loc, v, idx(m));
-    return arith::SubIOp::create(b, loc, v, rem);
-  }
-
-  void forLoop(Value lo, Value hi, int64_t step,
-               llvm::function_ref<void(Value)> body) {
-    scf::ForOp::create(b, loc, lo, hi, idx(step), ValueRange{},
-                       [&](OpBuilder &, Location, Value iv, ValueRange) {
-                         body(iv);
-                         scf::YieldOp::create(b, loc);
-                       });
-  }
-
-  Value zeros(VectorType t) {
-    return arith::ConstantOp::create(b, loc, t,
-                                     DenseElementsAttr::get(t, 0.0f));
-  }
-
-  Value mask(VectorType t, Value count) {
-    return vector::CreateMaskOp::create(
-        b, loc, VectorType::get(t.getShape(), b.getI1Type()),
-        ValueRange{count});
-  }
-
   /// `lanes` inputs sw apart from x[n, g, c, ih, iw]; `masked` loads only
   /// the floats inside the row.
   Value loadInput(const Site &s, Value c, Value ih, Value iw, bool masked) {
     SmallVector<Value, 5> at{s.n, s.g, c, ih, iw};
-    Value wide;
-    if (masked) {
-      Value left = arith::SubIOp::create(b, loc, inWidth, iw);
-      wide = vector::MaskedLoadOp::create(
-          b, loc, wideType, x, at, mask(wideType, left), zeros(wideType));
-    } else {
-      wide = vector::LoadOp::create(b, loc, wideType, x, at);
-    }
-    if (sw == 1)
-      return wide;
-    SmallVector<int64_t> every;
-    for (int64_t i = 0; i < lanes; ++i)
-      every.push_back(i * sw);
-    return vector::ShuffleOp::create(b, loc, wide, wide, every);
+    Value left = masked ? arith::SubIOp::create(b, loc, inWidth, iw).getResult()
+                        : Value();
+    return loadStrided(x, at, lanes, sw, left);
   }
 
   /// `count` output channels from f0 times `nv` vectors of row oh from ow0;
   /// `valid` (outputs left in the row) masks a partial vector.
-  void tile(const Site &s, int64_t count, Value ow0, int64_t nv,
-            Value valid) {
+  void tile(const Site &s, int64_t count, Value ow0, int64_t nv, Value valid) {
     SmallVector<Value> fs, ows, iws;
     for (int64_t i = 0; i < count; ++i)
       fs.push_back(i ? arith::AddIOp::create(b, loc, s.f0, idx(i)) : s.f0);
@@ -214,28 +175,10 @@ private:
       }
   }
 
-  OpBuilder &b;
-  Location loc;
   Value x, w, out, C, inWidth;
   int64_t sh, sw, dh, dw, kh, kw, rows, lanes, vectors;
-  VectorType vecType, wideType;
+  VectorType vecType;
 };
-
-/// f32 with unit-stride rows (the last dim), for vector loads and stores.
-bool unitInnerStride(Value v) {
-  auto t = dyn_cast<MemRefType>(v.getType());
-  if (!t || !t.getElementType().isF32())
-    return false;
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  if (failed(t.getStridesAndOffset(strides, offset)))
-    return false;
-  return !strides.empty() && strides.back() == 1;
-}
-
-SmallVector<int64_t> ints(DenseIntElementsAttr a) {
-  return llvm::to_vector(a.getValues<int64_t>());
-}
 
 struct VectorizeGroupedConvPass
     : mcc::impl::VectorizeGroupedConvBase<VectorizeGroupedConvPass> {
@@ -246,18 +189,19 @@ struct VectorizeGroupedConvPass
     getOperation().walk([&](linalg::Conv2DNgchwGfchwOp op) {
       Value w = op.getDpsInputs()[1];
       auto wt = dyn_cast<MemRefType>(w.getType());
-      if (op.hasPureBufferSemantics() && unitInnerStride(op.getDpsInputs()[0]) &&
-          unitInnerStride(op.getDpsInits()[0]) && wt &&
+      if (op.hasPureBufferSemantics() &&
+          hasUnitInnerStride(op.getDpsInputs()[0]) &&
+          hasUnitInnerStride(op.getDpsInits()[0]) && wt &&
           wt.getElementType().isF32() && !wt.isDynamicDim(3) &&
           !wt.isDynamicDim(4))
         ops.push_back(op);
     });
     for (linalg::Conv2DNgchwGfchwOp op : ops) {
       OpBuilder b(op);
-      GroupedConvEmitter emitter(b, op.getLoc(), op.getDpsInputs()[0],
-                                 op.getDpsInputs()[1], op.getDpsInits()[0],
-                                 ints(op.getStrides()), ints(op.getDilations()),
-                                 rows, lanes, vectors);
+      GroupedConvEmitter emitter(
+          b, op.getLoc(), op.getDpsInputs()[0], op.getDpsInputs()[1],
+          op.getDpsInits()[0], intsOf(op.getStrides()),
+          intsOf(op.getDilations()), rows, lanes, vectors);
       // The accumulator's fill (fused into the same tile) seeds the
       // accumulators: the output is written once.
       auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());

@@ -3,17 +3,20 @@
 // RUN: mcc-opt %s --mcc-cpu-pipeline --verify-each | FileCheck %s
 // RUN: mcc-opt %s --mcc-cpu-fuse --mcc-cpu-tile | FileCheck %s --check-prefix=TILE
 
+// The bias + GELU is the product's epilogue: one tile loop runs both.
 // TILE-LABEL: func.func @forward
 // TILE: scf.forall
 // TILE: linalg.matmul
-// TILE: scf.forall
+// TILE: linalg.generic
 // TILE: math.erf
+// TILE-NOT: scf.forall (
 
 // CHECK-LABEL: llvm.func @forward
 // CHECK: omp.parallel
 // CHECK: omp.wsloop
 // The matmul's register block: 8 rows x 2 vectors of multiply-adds.
 // CHECK-COUNT-16: llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// CHECK-NOT: omp.parallel
 // GELU's erf is a polynomial now, not a libm call per element.
 // CHECK-NOT: llvm.call @erff
 // CHECK-NOT: linalg.

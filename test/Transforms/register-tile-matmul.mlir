@@ -235,3 +235,93 @@ func.func @three_vectors(%a: memref<8x64xf32>, %b: memref<64x25xf32>, %c: memref
   linalg.matmul ins(%a, %b : memref<8x64xf32>, memref<64x25xf32>) outs(%c : memref<8x25xf32>)
   return
 }
+
+#full = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+#col = affine_map<(i, j) -> (j)>
+
+// An epilogue (bias per row, residual, ReLU) right after the product, with
+// its output view in between: applied to the accumulators in the last K
+// block and stored to its output; C, a temporary nothing else reads, is
+// stored only by earlier K blocks. The generic is gone.
+// CHECK-LABEL: func.func @epilogue
+// CHECK-SAME: (%[[A:[^:]*]]: memref<10x100xf32>, %[[B:[^:]*]]: memref<100x37xf32>, %[[BIAS:[^:]*]]: memref<10xf32>, %[[R:[^:]*]]: memref<10x37xf32>, %[[Y:[^:]*]]: memref<10x37xf32>)
+// CHECK: %[[C:.*]] = memref.alloc
+// CHECK: %[[YV:.*]] = memref.subview %[[Y]]
+// CHECK: memref.alloca_scope
+// CHECK: %[[LAST:.*]] = arith.cmpi eq
+// CHECK: scf.for
+// CHECK: scf.if %[[LAST]] {
+// CHECK-NOT: %[[C]]
+// CHECK: memref.load %[[BIAS]]
+// CHECK: vector.broadcast
+// CHECK: vector.load %[[R]]
+// CHECK: arith.addf {{.*}} : vector<8xf32>
+// CHECK: arith.addf {{.*}} : vector<8xf32>
+// CHECK: arith.maximumf {{.*}} : vector<8xf32>
+// CHECK: vector.store {{.*}}, %[[YV]]
+// CHECK: } else {
+// CHECK: vector.store {{.*}}, %[[C]]
+// The masked columns load the residual and store the output masked.
+// CHECK: vector.maskedload %[[R]]
+// CHECK: vector.maskedstore %[[YV]]
+// CHECK-NOT: linalg.generic
+// CHECK: memref.dealloc %[[C]]
+func.func @epilogue(%a: memref<10x100xf32>, %b: memref<100x37xf32>, %bias: memref<10xf32>, %r: memref<10x37xf32>, %y: memref<10x37xf32>) {
+  %z = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<10x37xf32>
+  linalg.fill ins(%z : f32) outs(%c : memref<10x37xf32>)
+  linalg.matmul ins(%a, %b : memref<10x100xf32>, memref<100x37xf32>) outs(%c : memref<10x37xf32>)
+  %yv = memref.subview %y[0, 0] [10, 37] [1, 1] : memref<10x37xf32> to memref<10x37xf32, strided<[37, 1]>>
+  linalg.generic {indexing_maps = [#full, #row, #full, #full], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %bias, %r : memref<10x37xf32>, memref<10xf32>, memref<10x37xf32>) outs(%yv : memref<10x37xf32, strided<[37, 1]>>) {
+  ^bb0(%v: f32, %bv: f32, %rv: f32, %out: f32):
+    %0 = arith.addf %v, %bv : f32
+    %1 = arith.addf %0, %rv : f32
+    %2 = arith.maximumf %1, %z : f32
+    linalg.yield %2 : f32
+  }
+  memref.dealloc %c : memref<10x37xf32>
+  return
+}
+
+// C is an output of the function: the last K block stores it as well as
+// the epilogue's result (a bias per column). N = 33 = 32 + 1 ends in a
+// dot-product column, whose epilogue is scalar.
+// CHECK-LABEL: func.func @epilogue_keeps_c
+// CHECK: scf.if
+// CHECK: vector.store {{.*}}, %arg2
+// CHECK: vector.load %arg3
+// CHECK: vector.store {{.*}}, %arg4
+// CHECK: vector.reduction <add>
+// CHECK: scf.if
+// CHECK: memref.store {{.*}}, %arg2
+// CHECK: memref.load %arg3
+// CHECK: arith.mulf {{.*}} : f32
+// CHECK: memref.store {{.*}}, %arg4
+// CHECK-NOT: linalg.generic
+func.func @epilogue_keeps_c(%a: memref<16x64xf32>, %b: memref<64x33xf32>, %c: memref<16x33xf32>, %bias: memref<33xf32>, %y: memref<16x33xf32>) {
+  linalg.matmul ins(%a, %b : memref<16x64xf32>, memref<64x33xf32>) outs(%c : memref<16x33xf32>)
+  linalg.generic {indexing_maps = [#full, #col, #full], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %bias : memref<16x33xf32>, memref<33xf32>) outs(%y : memref<16x33xf32>) {
+  ^bb0(%v: f32, %bv: f32, %out: f32):
+    %0 = arith.mulf %v, %bv : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// Not an epilogue: the generic writes B, which the product reads.
+// CHECK-LABEL: func.func @not_into_an_operand
+// CHECK: linalg.generic
+func.func @not_into_an_operand(%a: memref<16x64xf32>, %b: memref<64x16xf32>, %c: memref<16x16xf32>) {
+  linalg.matmul ins(%a, %b : memref<16x64xf32>, memref<64x16xf32>) outs(%c : memref<16x16xf32>)
+  %bv = memref.subview %b[0, 0] [16, 16] [1, 1] : memref<64x16xf32> to memref<16x16xf32, strided<[16, 1]>>
+  linalg.generic {indexing_maps = [#full, #full], iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<16x16xf32>) outs(%bv : memref<16x16xf32, strided<[16, 1]>>) {
+  ^bb0(%v: f32, %out: f32):
+    %0 = arith.negf %v : f32
+    linalg.yield %0 : f32
+  }
+  return
+}

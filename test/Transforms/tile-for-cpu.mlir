@@ -189,3 +189,32 @@ func.func @small_pooling(%a: tensor<1x4x2x2xf32>, %init: tensor<1x4xf32>) -> ten
   } -> tensor<1x4xf32>
   return %r : tensor<1x4xf32>
 }
+
+#full = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+
+// A product whose only user is an elementwise generic on its 2-D space: the
+// generic is tiled with the product's tile sizes and the product (with its
+// fill) fused into each tile, right before the generic's tile.
+// CHECK-LABEL: func.func @product_epilogue
+// CHECK: scf.forall ({{.*}}) = (0, 0) to (64, 48) step (16, 32)
+// CHECK:   linalg.fill
+// CHECK:   %[[P:.*]] = linalg.matmul {{.*}} -> tensor<16x?xf32>
+// CHECK:   linalg.generic {{.*}} ins(%[[P]], {{.*}} : tensor<16x?xf32>, tensor<16xf32>)
+// CHECK:   scf.forall.in_parallel
+// CHECK-NOT: linalg.matmul
+func.func @product_epilogue(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>, %bias: tensor<64xf32>) -> tensor<64x48xf32> {
+  %e = tensor.empty() : tensor<64x48xf32>
+  %z = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<64x48xf32>) -> tensor<64x48xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<64x32xf32>, tensor<32x48xf32>) outs(%f : tensor<64x48xf32>) -> tensor<64x48xf32>
+  %o = tensor.empty() : tensor<64x48xf32>
+  %g = linalg.generic {indexing_maps = [#full, #row, #full], iterator_types = ["parallel", "parallel"]}
+      ins(%m, %bias : tensor<64x48xf32>, tensor<64xf32>) outs(%o : tensor<64x48xf32>) {
+  ^bb0(%v: f32, %bv: f32, %out: f32):
+    %0 = arith.addf %v, %bv : f32
+    %1 = arith.maximumf %0, %z : f32
+    linalg.yield %1 : f32
+  } -> tensor<64x48xf32>
+  return %g : tensor<64x48xf32>
+}

@@ -866,4 +866,47 @@ for name, (n, g, cg, fg, hw, k, s, d, p) in {
               {"X": rng2.standard_normal((n, g * cg, hw, hw)).astype(np.float32)}, name,
               inits=[("W", wts), ("B", bias)])
 
+
+
+def graph_check(nodes, feeds, outputs, name, opset=22, inits=(), rtol=1e-4, atol=1e-5):
+    """ref_check for a graph of several nodes."""
+    ins = [helper.make_tensor_value_info(k, numpy_helper.from_array(v).data_type, v.shape)
+           for k, v in feeds.items()]
+    outs = [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outputs]
+    got = run(nodes, ins, outs, feeds, name, opset=opset, inits=inits)
+    g = helper.make_graph(nodes, name, ins, outs,
+                          [onnx.numpy_helper.from_array(v, k) for k, v in inits])
+    ref = ReferenceEvaluator(helper.make_model(
+        g, opset_imports=[helper.make_opsetid("", opset)])).run(None, feeds)
+    for o, e in zip(outputs, ref):
+        assert got[o].shape == e.shape, (name, o, got[o].shape, e.shape)
+        assert np.allclose(got[o], e, rtol=rtol, atol=atol), (name, o, got[o], e)
+
+
+# Products with epilogues (bias, residual, activation applied to the
+# register block in the last K block): a 1x1 convolution over 13 x 13
+# (169 columns: masked ones) with a residual and ReLU; one over 7 x 7 (49 =
+# 48 + a dot-product column) with K = 300 (two K blocks) and HardSwish; a
+# linear layer with its bias along the columns and tanh.
+for name, (cin, cout, hw) in {"conv1x1_bias_residual_relu": (48, 40, 13),
+                              "conv1x1_hardswish_dot_tail": (300, 24, 7)}.items():
+    wts = (rng2.standard_normal((cout, cin, 1, 1)) / cin ** 0.5).astype(np.float32)
+    bias = rng2.standard_normal((cout,)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["X", "W", "B"], ["C"], kernel_shape=[1, 1])]
+    feeds = {"X": rng2.standard_normal((1, cin, hw, hw)).astype(np.float32)}
+    if name.startswith("conv1x1_bias"):
+        feeds["R"] = rng2.standard_normal((1, cout, hw, hw)).astype(np.float32)
+        nodes += [helper.make_node("Add", ["C", "R"], ["S"]),
+                  helper.make_node("Relu", ["S"], ["Y"])]
+    else:
+        nodes += [helper.make_node("HardSwish", ["C"], ["Y"])]
+    graph_check(nodes, feeds, ["Y"], name, inits=[("W", wts), ("B", bias)])
+lw = (rng2.standard_normal((300, 37)) / 300 ** 0.5).astype(np.float32)
+lb = rng2.standard_normal((37,)).astype(np.float32)
+graph_check([helper.make_node("MatMul", ["X", "W"], ["P"]),
+             helper.make_node("Add", ["P", "B"], ["S"]),
+             helper.make_node("Tanh", ["S"], ["Y"])],
+            {"X": rng2.standard_normal((1, 10, 300)).astype(np.float32)}, ["Y"],
+            "linear_bias_tanh", inits=[("W", lw), ("B", lb)])
+
 print("op edge cases: ok")

@@ -23,6 +23,26 @@ def FuseElementwiseWithoutRecompute
                            "mlir::affine::AffineDialect"];
 }
 
+def CollapseProductEpilogues
+    : Pass<"mcc-collapse-product-epilogues", "mlir::func::FuncOp"> {
+  let summary = "Elementwise ops after a reshaped 2-D product run on its 2-D shape";
+  let description = [{
+    An all-parallel linalg.generic that reads the result of a static 2-D
+    linalg.matmul through a tensor.expand_shape (a 1x1 convolution's
+    [F, H*W] -> [1, F, H, W], a linear layer's [S, C] -> [1, S, C]) is
+    rewritten on the product's 2-D iteration space: operands read at the
+    same indices are collapsed to 2-D, operands that broadcast over all but
+    the rows or the columns become vectors read per row or per column, and
+    the reshape moves after the generic. mcc-tile-for-cpu can then fuse the
+    product into the generic's tiles and mcc-register-tile-matmul apply the
+    generic to the product's register block. Generics whose result is
+    padded are left 4-D (mcc-pad-into-producer writes them into the padded
+    buffer's interior).
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 def TileForCpu : Pass<"mcc-tile-for-cpu", "mlir::func::FuncOp"> {
   let summary = "Tile linalg ops' parallel loops into scf.forall for threads";
   let description = [{
@@ -227,14 +247,21 @@ def RegisterTileMatmul
     vector wide when a static N leaves at most one vector. B is packed for
     `panels` register blocks of columns at a time, walking B row by row. A
     fill of C right before the product (static, non-empty K) becomes the
-    accumulators' start. Defaults fit AVX-512 (32 registers of 16 floats);
-    AVX2 uses rows=6 lanes=8.
+    accumulators' start. An elementwise linalg.generic right after a 2-D
+    product that reads C at the same indices (its other inputs read at C's
+    index, per row or per column) is applied to the accumulators in the
+    last K block and erased: its results are stored there, and C only if
+    something else reads it. Defaults fit AVX-512 (32 registers of 16
+    floats); AVX2 uses rows=6 lanes=8.
   }];
   let options = [
     Option<"rows", "rows", "int64_t", "8", "Rows of C per register block">,
     Option<"vectors", "vectors", "int64_t", "2",
            "Vectors of C per row in a register block">,
     Option<"lanes", "lanes", "int64_t", "16", "f32 lanes per vector">,
+    Option<"fuseEpilogues", "fuse-epilogues", "bool", "true",
+           "Apply an elementwise generic right after a 2-D product to its "
+           "register block (and erase it)">,
     Option<"kBlock", "k-block", "int64_t", "256",
            "Steps of K per pass over a block of C">,
     Option<"panels", "panels", "int64_t", "8",
@@ -260,6 +287,9 @@ def VectorizeDepthwiseConv
   }];
   let options = [
     Option<"lanes", "lanes", "int64_t", "16", "f32 lanes per vector">,
+    Option<"fuseEpilogues", "fuse-epilogues", "bool", "true",
+           "Apply an elementwise generic right after a 2-D product to its "
+           "register block (and erase it)">,
     Option<"vectors", "vectors", "int64_t", "4",
            "Output vectors per register block (independent fma chains)">,
   ];
@@ -285,6 +315,9 @@ def VectorizeGroupedConv
   let options = [
     Option<"rows", "rows", "int64_t", "8", "Output channels per register block">,
     Option<"lanes", "lanes", "int64_t", "16", "f32 lanes per vector">,
+    Option<"fuseEpilogues", "fuse-epilogues", "bool", "true",
+           "Apply an elementwise generic right after a 2-D product to its "
+           "register block (and erase it)">,
     Option<"vectors", "vectors", "int64_t", "2",
            "Vectors of one output row per register block">,
   ];

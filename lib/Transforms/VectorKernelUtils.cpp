@@ -1,0 +1,58 @@
+//===- VectorKernelUtils.cpp - helpers of the CPU vector kernels ----------===//
+
+#include "mcc/Transforms/VectorKernelUtils.h"
+
+using namespace mlir;
+
+namespace mcc {
+
+bool hasUnitInnerStride(Value v) {
+  auto t = dyn_cast<MemRefType>(v.getType());
+  if (!t || !t.getElementType().isF32())
+    return false;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(t.getStridesAndOffset(strides, offset)))
+    return false;
+  return !strides.empty() && strides.back() == 1;
+}
+
+SmallVector<int64_t> intsOf(DenseIntElementsAttr a) {
+  return llvm::to_vector(a.getValues<int64_t>());
+}
+
+void VectorKernelBuilder::forLoop(Value lo, Value hi, int64_t step,
+                                  llvm::function_ref<void(Value)> body) {
+  scf::ForOp::create(b, loc, lo, hi, idx(step), ValueRange{},
+                     [&](OpBuilder &, Location, Value iv, ValueRange) {
+                       body(iv);
+                       scf::YieldOp::create(b, loc);
+                     });
+}
+
+Value VectorKernelBuilder::zeros(VectorType t) {
+  return arith::ConstantOp::create(b, loc, t, DenseElementsAttr::get(t, 0.0f));
+}
+
+Value VectorKernelBuilder::mask(VectorType t, Value count) {
+  return vector::CreateMaskOp::create(
+      b, loc, VectorType::get(t.getShape(), b.getI1Type()), ValueRange{count});
+}
+
+Value VectorKernelBuilder::loadStrided(Value x, ValueRange at, int64_t lanes,
+                                       int64_t stride, Value left) {
+  auto wideType = VectorType::get({lanes * stride}, b.getF32Type());
+  Value wide =
+      left ? vector::MaskedLoadOp::create(b, loc, wideType, x, at,
+                                          mask(wideType, left), zeros(wideType))
+                 .getResult()
+           : vector::LoadOp::create(b, loc, wideType, x, at).getResult();
+  if (stride == 1)
+    return wide;
+  SmallVector<int64_t> every;
+  for (int64_t i = 0; i < lanes; ++i)
+    every.push_back(i * stride);
+  return vector::ShuffleOp::create(b, loc, wide, wide, every);
+}
+
+} // namespace mcc
