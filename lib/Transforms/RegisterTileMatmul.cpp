@@ -186,6 +186,9 @@ std::optional<Epilogue> matchEpilogue(linalg::MatmulOp op, Value c,
       cInput = in->getOperandNumber();
       continue;
     }
+    // C's other elements are not in memory yet in the last K block.
+    if (rootBuffer(in->get()) == rootBuffer(c))
+      return std::nullopt;
     auto type = dyn_cast<MemRefType>(in->get().getType());
     if (!type || !type.getElementType().isF32() ||
         !map.isProjectedPermutation())

@@ -325,3 +325,20 @@ func.func @not_into_an_operand(%a: memref<16x64xf32>, %b: memref<64x16xf32>, %c:
   }
   return
 }
+
+// Not an epilogue: C read a second time, as another operand (its other
+// elements are not in memory when the last K block runs).
+// CHECK-LABEL: func.func @c_read_twice
+// CHECK: linalg.generic
+func.func @c_read_twice(%a: memref<16x64xf32>, %b: memref<64x16xf32>, %y: memref<16x16xf32>) {
+  %c = memref.alloc() : memref<16x16xf32>
+  linalg.matmul ins(%a, %b : memref<16x64xf32>, memref<64x16xf32>) outs(%c : memref<16x16xf32>)
+  linalg.generic {indexing_maps = [#full, #full, #full], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %c : memref<16x16xf32>, memref<16x16xf32>) outs(%y : memref<16x16xf32>) {
+  ^bb0(%v: f32, %w: f32, %out: f32):
+    %0 = arith.mulf %v, %w : f32
+    linalg.yield %0 : f32
+  }
+  memref.dealloc %c : memref<16x16xf32>
+  return
+}
