@@ -33,7 +33,6 @@ namespace mcc {
 
 using namespace mlir;
 using mcc::hasUnitInnerStride;
-using mcc::intsOf;
 
 namespace {
 
@@ -539,13 +538,14 @@ private:
         case EpilogueRead::Full:
           v = !vec ? memref::LoadOp::create(b, loc, mem, ValueRange{row, col})
                          .getResult()
-              : !cols ? vector::LoadOp::create(b, loc, vecType, mem,
-                                               ValueRange{row, col})
-                            .getResult()
-                      : vector::MaskedLoadOp::create(
-                            b, loc, vecType, mem, ValueRange{row, col},
-                            mask(cols, j), vectorOf(zeroF32()))
-                            .getResult();
+              : !cols
+                  ? vector::LoadOp::create(b, loc, vecType, mem,
+                                           ValueRange{row, col})
+                        .getResult()
+                  : vector::MaskedLoadOp::create(b, loc, vecType, mem,
+                                                 ValueRange{row, col},
+                                                 mask(cols, j), zeros(vecType))
+                        .getResult();
           break;
         case EpilogueRead::Row:
           v = memref::LoadOp::create(b, loc, mem, ValueRange{row});
@@ -553,12 +553,12 @@ private:
         case EpilogueRead::Column:
           v = !vec ? memref::LoadOp::create(b, loc, mem, ValueRange{col})
                          .getResult()
-              : !cols ? vector::LoadOp::create(b, loc, vecType, mem, col)
-                            .getResult()
-                      : vector::MaskedLoadOp::create(b, loc, vecType, mem, col,
-                                                     mask(cols, j),
-                                                     vectorOf(zeroF32()))
-                            .getResult();
+              : !cols
+                  ? vector::LoadOp::create(b, loc, vecType, mem, col)
+                        .getResult()
+                  : vector::MaskedLoadOp::create(b, loc, vecType, mem, col,
+                                                 mask(cols, j), zeros(vecType))
+                        .getResult();
           break;
         }
       }
@@ -580,10 +580,6 @@ private:
       results.push_back(vec ? vectorOf(v) : v);
     }
     return results;
-  }
-
-  Value zeroF32() {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
   }
 
   /// Copies the `count` tail columns from n0 of B to `dotPack` (count x K,

@@ -28,7 +28,7 @@ def CollapseProductEpilogues
   let summary = "Elementwise ops after a reshaped 2-D product run on its 2-D shape";
   let description = [{
     An all-parallel linalg.generic that reads the result of a static 2-D
-    linalg.matmul through a tensor.expand_shape (a 1x1 convolution's
+    linalg.matmul through single-use reshapes (a 1x1 convolution's
     [F, H*W] -> [1, F, H, W], a linear layer's [S, C] -> [1, S, C]) is
     rewritten on the product's 2-D iteration space: operands read at the
     same indices are collapsed to 2-D, operands that broadcast over all but
@@ -287,9 +287,6 @@ def VectorizeDepthwiseConv
   }];
   let options = [
     Option<"lanes", "lanes", "int64_t", "16", "f32 lanes per vector">,
-    Option<"fuseEpilogues", "fuse-epilogues", "bool", "true",
-           "Apply an elementwise generic right after a 2-D product to its "
-           "register block (and erase it)">,
     Option<"vectors", "vectors", "int64_t", "4",
            "Output vectors per register block (independent fma chains)">,
   ];
@@ -315,9 +312,6 @@ def VectorizeGroupedConv
   let options = [
     Option<"rows", "rows", "int64_t", "8", "Output channels per register block">,
     Option<"lanes", "lanes", "int64_t", "16", "f32 lanes per vector">,
-    Option<"fuseEpilogues", "fuse-epilogues", "bool", "true",
-           "Apply an elementwise generic right after a 2-D product to its "
-           "register block (and erase it)">,
     Option<"vectors", "vectors", "int64_t", "2",
            "Vectors of one output row per register block">,
   ];
