@@ -14,9 +14,12 @@
 //
 // Generics whose result is padded are left alone: mcc-pad-into-producer
 // has them write the interior of the padded buffer, which is not a 2-D view.
+// The exception is a depthwise convolution's zero padding, which the CPU
+// kernel reads in place (ConvPadding.h): the generic keeps its own buffer.
 //
 //===----------------------------------------------------------------------===//
 
+#include "mcc/Transforms/ConvPadding.h"
 #include "mcc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -123,7 +126,8 @@ bool collapse(IRRewriter &rewriter, linalg::GenericOp op,
       !op.getMatchingIndexingMap(&fromProduct).isIdentity())
     return false;
   for (Operation *user : op->getUsers())
-    if (isa<tensor::PadOp>(user))
+    if (auto pad = dyn_cast<tensor::PadOp>(user);
+        pad && !mcc::isDepthwisePadReadInPlace(pad))
       return false;
   ArrayRef<ReassociationIndices> groups = reshaped.groups;
   ArrayRef<int64_t> shape =

@@ -7,9 +7,14 @@
 // producer (an op that writes a fresh tensor.empty) writes its result
 // straight into the interior: bufferization then keeps one buffer and no
 // copy. Other sources are inserted into the interior (one copy, no fill).
+// So is the input of a depthwise convolution that the CPU kernel reads in
+// place (ConvPadding.h): mcc-vectorize-depthwise-conv drops the buffer, its
+// fills and the copy, and the source stays a tensor of its own, which its
+// producer (a product's epilogue) writes without padding.
 //
 //===----------------------------------------------------------------------===//
 
+#include "mcc/Transforms/ConvPadding.h"
 #include "mcc/Transforms/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -71,12 +76,14 @@ LogicalResult rewritePad(RewriterBase &rw, tensor::PadOp pad) {
   if (!cst)
     return failure();
   Value source = pad.getSource();
-  linalg::LinalgOp producer = freshProducer(source);
+  bool readInPlace = mcc::isDepthwisePadReadInPlace(pad);
+  linalg::LinalgOp producer =
+      readInPlace ? linalg::LinalgOp() : freshProducer(source);
   // The producer may sit behind a reshape that only adds unit dims (a
   // convolution run as one group pads [N, 1, C, H, W]): it then writes a
   // rank-reduced interior slice.
   RankedTensorType producedType;
-  if (!producer)
+  if (!producer && !readInPlace)
     if (auto expand = source.getDefiningOp<tensor::ExpandShapeOp>())
       if (expand->hasOneUse() &&
           llvm::all_of(expand.getReassociationIndices(),

@@ -9,6 +9,14 @@
 // Without this, the op lowers to scalar loops whose inner loop either runs
 // over the window or carries the output through memory.
 //
+// A zero-padded input (ConvPadding.h) is read in place: the kernel reads the
+// padding's source and treats rows and columns outside it as zeros (rows by
+// a branch per window row, the first vector of a row by a shuffle that
+// shifts zeros in from the left, the row's end by masks). The padded
+// buffer, its border fills and the copy into it go: on mobilenetv3 those
+// were an extra write and read of every expanded activation, and their
+// producer can then write its result from the product's register block.
+//
 // Max and sum pooling (linalg.pooling_nchw_max/sum) have the same loops
 // with a maximumf or an add instead of the fma: resnet's 3x3 stride-2 max
 // pool took 3.9 ms of a 100 ms run as scalar loops with the output carried
@@ -20,10 +28,14 @@
 #include "mcc/Transforms/VectorKernelUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mcc {
@@ -56,20 +68,43 @@ public:
     vecType = VectorType::get({lanes}, b.getF32Type());
   }
 
+  /// Reads x as if padded: input (ih, iw) of the op is x[ih + rowOffset,
+  /// iw + colOffset], zero outside x. colOffset is at most 0 and at least
+  /// -lanes * sw (the first output vector holds every output whose window
+  /// starts left of the row).
+  void readInPlace(Value rowOffset, int64_t colOffset) {
+    padded = true;
+    this->rowOffset = rowOffset;
+    this->colOffset = colOffset;
+  }
+
   void emit() {
     Value N = dim(out, 0), C = dim(out, 1), OH = dim(out, 2), OW = dim(out, 3);
     inWidth = dim(x, 3);
+    inHeight = dim(x, 2);
     // Outputs whose `sw`-float input blocks all lie inside the row: their
     // wide loads need no mask.
-    Value span = arith::SubIOp::create(b, loc, inWidth, idx((kw - 1) * dw));
+    Value span = arith::SubIOp::create(b, loc, inWidth,
+                                       idx((kw - 1) * dw + colOffset));
     Value safe = arith::MaxSIOp::create(
         b, loc, arith::DivSIOp::create(b, loc, span, idx(sw)), idx(0));
     safe = arith::MinSIOp::create(b, loc, safe, OW);
+    // With padding on the left the first vector of each row is the edge
+    // one; the blocks start after it.
+    bool leftEdge = colOffset < 0;
+    Value first = idx(leftEdge ? lanes : 0);
+    Value start = arith::MinSIOp::create(b, loc, first, OW);
+    Value room = arith::MaxSIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, safe, start), idx(0));
     int64_t block = lanes * vectors;
-    Value blockEnd = roundDown(safe, block);
+    Value blockEnd =
+        arith::AddIOp::create(b, loc, start, roundDown(room, block));
     Value vecEnd = arith::AddIOp::create(
         b, loc, blockEnd,
-        roundDown(arith::SubIOp::create(b, loc, safe, blockEnd), lanes));
+        roundDown(arith::MaxSIOp::create(
+                      b, loc, arith::SubIOp::create(b, loc, safe, blockEnd),
+                      idx(0)),
+                  lanes));
     forLoop(idx(0), N, 1, [&](Value n) {
       forLoop(idx(0), C, 1, [&](Value c) {
         weights.clear();
@@ -79,12 +114,18 @@ public:
                                              ValueRange{c, idx(i), idx(j)});
             weights.push_back(vector::BroadcastOp::create(b, loc, vecType, s));
           }
-        forLoop(idx(0), OH, 1, [&](Value oh) {
+        auto outputRow = [&](Value oh, bool guarded) {
           Value ih = arith::MulIOp::create(b, loc, oh, idx(sh));
+          if (padded)
+            ih = arith::AddIOp::create(b, loc, ih, rowOffset);
           auto row = [&](Value ow0, int64_t count, Value valid) {
-            rowBlock(n, c, oh, ih, ow0, count, valid);
+            rowBlock(n, c, oh, ih, ow0, count, valid, false, guarded);
           };
-          forLoop(idx(0), blockEnd, block,
+          if (leftEdge)
+            rowBlock(n, c, oh, ih, idx(0), 1,
+                     arith::MinSIOp::create(b, loc, OW, idx(lanes)), true,
+                     guarded);
+          forLoop(start, blockEnd, block,
                   [&](Value ow0) { row(ow0, vectors, Value()); });
           forLoop(blockEnd, vecEnd, lanes,
                   [&](Value ow0) { row(ow0, 1, Value()); });
@@ -92,7 +133,29 @@ public:
           forLoop(vecEnd, OW, lanes, [&](Value ow0) {
             row(ow0, 1, arith::SubIOp::create(b, loc, OW, ow0));
           });
-        });
+        };
+        if (!padded) {
+          forLoop(idx(0), OH, 1, [&](Value oh) { outputRow(oh, false); });
+          return;
+        }
+        // Rows whose window lies inside x run without the per-window-row
+        // check: [top, bottom) of OH.
+        Value top = arith::CeilDivSIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, idx(0), rowOffset), idx(sh));
+        top = arith::MinSIOp::create(
+            b, loc, arith::MaxSIOp::create(b, loc, top, idx(0)), OH);
+        Value lastStart = arith::SubIOp::create(
+            b, loc,
+            arith::SubIOp::create(b, loc, inHeight, idx(1 + (kh - 1) * dh)),
+            rowOffset);
+        Value bottom = arith::AddIOp::create(
+            b, loc, arith::FloorDivSIOp::create(b, loc, lastStart, idx(sh)),
+            idx(1));
+        bottom = arith::MinSIOp::create(
+            b, loc, arith::MaxSIOp::create(b, loc, bottom, top), OH);
+        forLoop(idx(0), top, 1, [&](Value oh) { outputRow(oh, true); });
+        forLoop(top, bottom, 1, [&](Value oh) { outputRow(oh, false); });
+        forLoop(bottom, OH, 1, [&](Value oh) { outputRow(oh, true); });
       });
     });
   }
@@ -101,16 +164,46 @@ private:
   /// `lanes` inputs sw apart from x[n, c, ih, iw]; `masked` loads only the
   /// floats inside the row (the last vector of a row may overhang it).
   Value loadInput(Value n, Value c, Value ih, Value iw, bool masked) {
-    SmallVector<Value, 4> at{n, c, ih, iw};
     Value left = masked ? arith::SubIOp::create(b, loc, inWidth, iw).getResult()
                         : Value();
+    // Right padding may put a whole vector past the row: its mask is empty,
+    // but its address stays inside the buffer.
+    if (masked && padded)
+      iw = arith::MinSIOp::create(b, loc, iw, inWidth);
+    SmallVector<Value, 4> at{n, c, ih, iw};
     return loadStrided(x, at, lanes, sw, left);
+  }
+
+  /// The first vector of a row when its window column `iw` (static) lies
+  /// left of the row: one load `lanes * sw` wide from x[.., iw] whose lanes
+  /// left of the row (and past its end) are masked off, so they read as
+  /// zeros and their memory is not touched. A load from the row's start and
+  /// a shuffle that shifted zeros in ran 2.5x slower (vexpandps on Zen 4).
+  Value loadLeftEdge(Value n, Value c, Value ih, int64_t iw) {
+    auto wideType = VectorType::get({lanes * sw}, b.getF32Type());
+    Value inside = arith::AndIOp::create(
+        b, loc, mask(wideType, arith::SubIOp::create(b, loc, inWidth, idx(iw))),
+        arith::XOrIOp::create(
+            b, loc, mask(wideType, idx(-iw)),
+            arith::ConstantOp::create(
+                b, loc,
+                DenseElementsAttr::get(
+                    VectorType::get({lanes * sw}, b.getI1Type()), true))));
+    SmallVector<Value, 4> at{n, c, ih, idx(iw)};
+    Value wide = vector::MaskedLoadOp::create(b, loc, wideType, x, at, inside,
+                                              zeros(wideType));
+    if (sw == 1)
+      return wide;
+    SmallVector<int64_t> every;
+    for (int64_t l = 0; l < lanes; ++l)
+      every.push_back(l * sw);
+    return vector::ShuffleOp::create(b, loc, wide, wide, every);
   }
 
   /// `count` output vectors from ow0 of row (n, c, oh); `valid` (the
   /// outputs left in the row) masks a partial vector.
   void rowBlock(Value n, Value c, Value oh, Value ih, Value ow0, int64_t count,
-                Value valid) {
+                Value valid, bool leftEdge, bool guarded) {
     SmallVector<Value> ows, accs;
     for (int64_t v = 0; v < count; ++v) {
       Value ow = v ? arith::AddIOp::create(b, loc, ow0, idx(v * lanes)) : ow0;
@@ -128,12 +221,33 @@ private:
     }
     for (int64_t i = 0; i < kh; ++i) {
       Value row = arith::AddIOp::create(b, loc, ih, idx(i * dh));
+      // A window row above or below x adds nothing.
+      scf::IfOp inside;
+      OpBuilder::InsertionGuard guard(b);
+      if (guarded) {
+        Value cond = arith::AndIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, row,
+                                  idx(0)),
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row,
+                                  inHeight));
+        inside = scf::IfOp::create(b, loc, TypeRange(ValueRange(accs)), cond,
+                                   /*withElseRegion=*/true);
+        b.setInsertionPointToStart(inside.elseBlock());
+        scf::YieldOp::create(b, loc, accs);
+        b.setInsertionPointToStart(inside.thenBlock());
+      }
       for (int64_t j = 0; j < kw; ++j)
         for (int64_t v = 0; v < count; ++v) {
-          Value iw = arith::AddIOp::create(
-              b, loc, arith::MulIOp::create(b, loc, ows[v], idx(sw)),
-              idx(j * dw));
-          Value in = loadInput(n, c, row, iw, bool(valid));
+          Value in;
+          if (leftEdge && j * dw + colOffset < 0) {
+            in = loadLeftEdge(n, c, row, j * dw + colOffset);
+          } else {
+            Value iw = arith::AddIOp::create(
+                b, loc, arith::MulIOp::create(b, loc, ows[v], idx(sw)),
+                idx(j * dw + colOffset));
+            in = loadInput(n, c, row, iw, bool(valid));
+          }
           switch (combine) {
           case Combine::Fma:
             accs[v] =
@@ -147,6 +261,10 @@ private:
             break;
           }
         }
+      if (inside) {
+        scf::YieldOp::create(b, loc, accs);
+        accs = SmallVector<Value>(inside.getResults());
+      }
     }
     for (int64_t v = 0; v < count; ++v) {
       SmallVector<Value, 4> at{n, c, oh, ows[v]};
@@ -166,8 +284,11 @@ public:
   Value initValue;
 
 private:
-  Value x, w, out, inWidth;
+  Value x, w, out, inWidth, inHeight;
   int64_t sh, sw, dh, dw, kh, kw, lanes, vectors;
+  bool padded = false;
+  Value rowOffset;
+  int64_t colOffset = 0;
   VectorType vecType;
   SmallVector<Value> weights;
 };
@@ -179,6 +300,183 @@ std::optional<std::pair<int64_t, int64_t>> windowOf(Value v, unsigned first) {
       t.isDynamicDim(first + 1))
     return std::nullopt;
   return std::make_pair(t.getDimSize(first), t.getDimSize(first + 1));
+}
+
+/// A buffer that holds a depthwise convolution's zero-padded input and
+/// nothing else (mcc-pad-into-producer's form for ConvPadding.h's pads):
+/// zero fills of parts of it, then one copy of the unpadded source into its
+/// interior, then reads of views of it by depthwise convolutions only.
+struct PaddedInput {
+  memref::AllocOp alloc;
+  Value source;
+  SmallVector<int64_t> low;
+  /// The fills and the copy, in the alloc's block.
+  SmallVector<Operation *> writes;
+  /// The views the convolutions read (each feeds only them).
+  SmallVector<memref::SubViewOp> reads;
+  memref::DeallocOp dealloc;
+};
+
+bool sourceSurvives(const PaddedInput &p, Operation *copy);
+
+bool isZeroFill(Operation *op, Value target) {
+  auto fill = dyn_cast<linalg::FillOp>(op);
+  return fill && fill.hasPureBufferSemantics() &&
+         fill.getDpsInits()[0] == target &&
+         matchPattern(fill.value(), m_AnyZeroFloat());
+}
+
+/// The copy's source if `op` copies a whole buffer into `target`.
+Value copiedInto(Operation *op, Value target) {
+  if (auto copy = dyn_cast<memref::CopyOp>(op))
+    return copy.getTarget() == target ? copy.getSource() : Value();
+  if (auto copy = dyn_cast<linalg::CopyOp>(op))
+    if (copy.hasPureBufferSemantics() && copy.getDpsInits()[0] == target)
+      return copy.getDpsInputs()[0];
+  return {};
+}
+
+/// `alloc` as a padded input whose readers are all in `convs`, or nothing.
+std::optional<PaddedInput>
+paddedInput(memref::AllocOp alloc,
+            const llvm::DenseSet<Operation *> &convs) {
+  auto type = alloc.getType();
+  if (type.getRank() != 4 || !type.hasStaticShape() ||
+      !type.getElementType().isF32())
+    return std::nullopt;
+  PaddedInput p;
+  p.alloc = alloc;
+  Block *block = alloc->getBlock();
+  Operation *copy = nullptr;
+  for (Operation *user : alloc->getUsers()) {
+    if (auto dealloc = dyn_cast<memref::DeallocOp>(user)) {
+      if (p.dealloc || dealloc->getBlock() != block)
+        return std::nullopt;
+      p.dealloc = dealloc;
+      continue;
+    }
+    auto view = dyn_cast<memref::SubViewOp>(user);
+    if (!view || !view.hasUnitStride() ||
+        view.getType().getRank() != type.getRank())
+      return std::nullopt;
+    Value viewed = view.getResult();
+    if (llvm::all_of(viewed.getUsers(), [&](Operation *op) {
+          return convs.contains(op) && op->getOperand(0) == viewed;
+        })) {
+      p.reads.push_back(view);
+      continue;
+    }
+    if (!viewed.hasOneUse())
+      return std::nullopt;
+    Operation *write = *viewed.getUsers().begin();
+    if (write->getBlock() != block)
+      return std::nullopt;
+    if (isZeroFill(write, viewed)) {
+      p.writes.push_back(write);
+      continue;
+    }
+    Value source = copiedInto(write, viewed);
+    if (!source || copy || !hasUnitInnerStride(source) ||
+        cast<MemRefType>(source.getType()).getShape() !=
+            view.getType().getShape() ||
+        ShapedType::isDynamicShape(view.getStaticOffsets()))
+      return std::nullopt;
+    copy = write;
+    p.source = source;
+    p.low = llvm::to_vector(view.getStaticOffsets());
+    p.writes.push_back(write);
+  }
+  if (!copy || p.reads.empty() || !p.dealloc)
+    return std::nullopt;
+  // Zeros first, then the interior, then the readers.
+  for (Operation *write : p.writes)
+    if (write != copy && !write->isBeforeInBlock(copy))
+      return std::nullopt;
+  for (memref::SubViewOp view : p.reads)
+    for (Operation *conv : view->getUsers()) {
+      Operation *top = block->findAncestorOpInBlock(*conv);
+      if (!top || !copy->isBeforeInBlock(top))
+        return std::nullopt;
+    }
+  if (!sourceSurvives(p, copy))
+    return std::nullopt;
+  return p;
+}
+
+/// Whether `op` may write `v` (one of the buffer's views): a linalg op
+/// reading it only as an input, a copy out of it, a view or a dealloc do
+/// not; anything else might.
+bool mayWrite(Operation *op, Value v) {
+  if (isa<ViewLikeOpInterface, memref::DeallocOp>(op))
+    return false;
+  if (auto copy = dyn_cast<memref::CopyOp>(op))
+    return copy.getTarget() == v;
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+    return llvm::is_contained(linalgOp.getDpsInits(), v);
+  if (isa<memref::LoadOp>(op))
+    return false;
+  return true;
+}
+
+/// Whether the source keeps its values from the copy to the last read:
+/// bufferization may hand a dead buffer to a later op (even to the
+/// convolution's own output), and the source is dead after the copy as far
+/// as it knows.
+bool sourceSurvives(const PaddedInput &p, Operation *copy) {
+  Block *block = p.alloc->getBlock();
+  Operation *last = copy;
+  for (memref::SubViewOp view : p.reads)
+    for (Operation *conv : view->getUsers())
+      if (Operation *top = block->findAncestorOpInBlock(*conv);
+          top && last->isBeforeInBlock(top))
+        last = top;
+  Value root = p.source;
+  while (auto view = root.getDefiningOp<ViewLikeOpInterface>())
+    root = view.getViewSource();
+  SmallVector<Value> aliases = {root};
+  for (size_t i = 0; i < aliases.size(); ++i)
+    for (Operation *user : aliases[i].getUsers()) {
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
+        if (view.getViewSource() == aliases[i])
+          llvm::append_range(aliases, user->getResults());
+      if (user == copy || !mayWrite(user, aliases[i]))
+        continue;
+      Operation *top = block->findAncestorOpInBlock(*user);
+      if (!top)
+        return false;
+      if (top == last || (copy->isBeforeInBlock(top) && top->isBeforeInBlock(last)))
+        return false;
+    }
+  return true;
+}
+
+/// Removes the padded buffer once its readers read the source: the fills,
+/// the copy and their profile marks go, and the source's own dealloc (after
+/// the copy, its last reader until now) moves to where the buffer's was.
+void erasePaddedInput(PaddedInput &p) {
+  Value root = p.source;
+  while (auto view = root.getDefiningOp<ViewLikeOpInterface>())
+    root = view.getViewSource();
+  for (Operation *user : root.getUsers())
+    if (auto dealloc = dyn_cast<memref::DeallocOp>(user);
+        dealloc && dealloc->getBlock() == p.dealloc->getBlock() &&
+        dealloc->isBeforeInBlock(p.dealloc))
+      dealloc->moveBefore(p.dealloc);
+  for (Operation *write : p.writes) {
+    Value view = write->getOperand(write->getNumOperands() - 1);
+    if (auto mark = dyn_cast_or_null<func::CallOp>(write->getPrevNode());
+        mark && mark.getCallee() == "mcc_profile_mark")
+      mark->erase();
+    write->erase();
+    if (Operation *def = view.getDefiningOp(); def && def->use_empty())
+      def->erase();
+  }
+  for (memref::SubViewOp view : p.reads)
+    if (view->use_empty())
+      view->erase();
+  p.dealloc->erase();
+  if (p.alloc->use_empty())
+    p.alloc->erase();
 }
 
 struct VectorizeDepthwiseConvPass
@@ -215,24 +513,85 @@ struct VectorizeDepthwiseConvPass
       else if (auto pool = dyn_cast<linalg::PoolingNchwSumOp>(op))
         consider(pool, Combine::Add, 0, pool.getStrides(), pool.getDilations());
     });
+    // Padded inputs of the convolutions that the kernel can read in place.
+    llvm::DenseSet<Operation *> convs;
+    for (Candidate &c : ops)
+      if (c.combine == Combine::Fma)
+        convs.insert(c.op);
+    SmallVector<PaddedInput> padded;
+    llvm::DenseMap<Operation *, std::pair<size_t, memref::SubViewOp>> readers;
+    getOperation().walk([&](memref::AllocOp alloc) {
+      std::optional<PaddedInput> p = paddedInput(alloc, convs);
+      if (!p)
+        return;
+      for (memref::SubViewOp view : p->reads)
+        for (Operation *conv : view->getUsers())
+          readers[conv] = {padded.size(), view};
+      padded.push_back(std::move(*p));
+    });
+    // A window that starts further left than the first output vector holds
+    // keeps its padded buffer (and the buffer's other readers with it).
+    for (Candidate &c : ops) {
+      auto it = readers.find(c.op);
+      if (it == readers.end())
+        continue;
+      PaddedInput &p = padded[it->second.first];
+      std::optional<int64_t> col =
+          getConstantIntValue(it->second.second.getMixedOffsets()[3]);
+      int64_t sw = c.strides[1];
+      if (!col || (p.low[3] - *col + sw - 1) / sw > lanes)
+        p.alloc = {};
+    }
     for (Candidate &c : ops) {
       linalg::LinalgOp op = c.op;
-      OpBuilder b(op);
-      DepthwiseEmitter emitter(b, op.getLoc(), c.combine, op.getDpsInputs()[0],
-                               op.getDpsInputs()[1], op.getDpsInits()[0], c.kh,
-                               c.kw, c.strides, c.dilations, lanes, vectors);
       // The accumulator's fill (fused into the same tile) is folded into
       // the kernel: one pass over the output instead of two.
       auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
-      if (fill && fill.hasPureBufferSemantics() &&
-          fill.getDpsInits()[0] == op.getDpsInits()[0] &&
-          fill.value().getType().isF32())
+      if (fill && (!fill.hasPureBufferSemantics() ||
+                   fill.getDpsInits()[0] != op.getDpsInits()[0] ||
+                   !fill.value().getType().isF32()))
+        fill = {};
+      OpBuilder b(op);
+      Value x = op.getDpsInputs()[0];
+      Value rowOffset;
+      int64_t colOffset = 0;
+      if (auto it = readers.find(op);
+          it != readers.end() && padded[it->second.first].alloc) {
+        // The tile of the source that the op's view of the padded buffer
+        // covers: the same batch and channels, every row and column.
+        PaddedInput &p = padded[it->second.first];
+        memref::SubViewOp view = it->second.second;
+        Location loc = op.getLoc();
+        SmallVector<OpFoldResult> offsets = view.getMixedOffsets(),
+                                  sizes = view.getMixedSizes();
+        offsets[2] = offsets[3] = b.getIndexAttr(0);
+        sizes[2] = memref::getMixedSize(b, loc, p.source, 2);
+        sizes[3] = memref::getMixedSize(b, loc, p.source, 3);
+        x = memref::SubViewOp::create(
+            b, loc, p.source, offsets, sizes,
+            SmallVector<OpFoldResult>(4, b.getIndexAttr(1)));
+        rowOffset = arith::SubIOp::create(
+            b, loc,
+            getValueOrCreateConstantIndexOp(b, loc,
+                                            view.getMixedOffsets()[2]),
+            arith::ConstantIndexOp::create(b, loc, p.low[2]));
+        colOffset = *getConstantIntValue(view.getMixedOffsets()[3]) - p.low[3];
+      }
+      DepthwiseEmitter emitter(b, op.getLoc(), c.combine, x,
+                               op.getDpsInputs()[1], op.getDpsInits()[0], c.kh,
+                               c.kw, c.strides, c.dilations, lanes, vectors);
+      if (rowOffset)
+        emitter.readInPlace(rowOffset, colOffset);
+      if (fill)
         emitter.initValue = fill.value();
       emitter.emit();
       op->erase();
       if (emitter.initValue)
         fill->erase();
     }
+    for (PaddedInput &p : padded)
+      if (p.alloc)
+        erasePaddedInput(p);
   }
 };
 

@@ -97,3 +97,33 @@ func.func @left_alone(%w: tensor<8x4xf32>, %x: tensor<4x6xf32>, %w2: tensor<8x4x
   } -> tensor<1x8x2x3xf32>
   return %pad, %g2 : tensor<1x8x4x5xf32>, tensor<1x8x2x3xf32>
 }
+
+// A padded result whose only reader is a depthwise convolution is collapsed
+// after all: that kernel reads the unpadded tensor in place.
+// CHECK-LABEL: func.func @into_depthwise
+// CHECK: %[[P:.*]] = linalg.matmul
+// CHECK: %[[G:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]
+// CHECK-SAME: ins(%[[P]]
+// CHECK: %[[E:.*]] = tensor.expand_shape %[[G]]
+// CHECK: tensor.pad %[[E]]
+func.func @into_depthwise(%w: tensor<8x4xf32>, %x: tensor<4x6xf32>, %dw: tensor<8x3x3xf32>) -> tensor<1x8x2x3xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x6xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<8x6xf32>) -> tensor<8x6xf32>
+  %p = linalg.matmul ins(%w, %x : tensor<8x4xf32>, tensor<4x6xf32>) outs(%f : tensor<8x6xf32>) -> tensor<8x6xf32>
+  %p4 = tensor.expand_shape %p [[0, 1], [2, 3]] output_shape [1, 8, 2, 3] : tensor<8x6xf32> into tensor<1x8x2x3xf32>
+  %o = tensor.empty() : tensor<1x8x2x3xf32>
+  %g = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%p4 : tensor<1x8x2x3xf32>) outs(%o : tensor<1x8x2x3xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %0 = arith.maximumf %v, %z : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x8x2x3xf32>
+  %pad = tensor.pad %g low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %z : f32
+  } : tensor<1x8x2x3xf32> to tensor<1x8x4x5xf32>
+  %c = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%pad, %dw : tensor<1x8x4x5xf32>, tensor<8x3x3xf32>) outs(%o : tensor<1x8x2x3xf32>) -> tensor<1x8x2x3xf32>
+  return %c : tensor<1x8x2x3xf32>
+}

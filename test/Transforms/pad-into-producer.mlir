@@ -90,3 +90,32 @@ func.func @through_unit_reshape(%x: tensor<1x2x4x4xf32>) -> tensor<1x1x2x6x6xf32
   } : tensor<1x1x2x4x4xf32> to tensor<1x1x2x6x6xf32>
   return %p : tensor<1x1x2x6x6xf32>
 }
+
+// A depthwise convolution's zero padding is read in place by the CPU kernel
+// (mcc-vectorize-depthwise-conv drops the buffer built here): the producer
+// keeps its own result, which is copied into the interior, so that a
+// product's epilogue can write it.
+// CHECK-LABEL: func.func @depthwise_input
+// CHECK: %[[R:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x4x4xf32>)
+// CHECK: bufferization.alloc_tensor() : tensor<1x2x6x6xf32>
+// CHECK-COUNT-4: linalg.fill
+// CHECK: %[[P:.*]] = tensor.insert_slice %[[R]] into {{.*}}[0, 0, 1, 1] [1, 2, 4, 4]
+// CHECK: linalg.depthwise_conv_2d_nchw_chw {{.*}} ins(%[[P]],
+func.func @depthwise_input(%x: tensor<1x2x4x4xf32>, %w: tensor<2x3x3xf32>, %o: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x2x4x4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : tensor<1x2x4x4xf32>) outs(%e : tensor<1x2x4x4xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<1x2x4x4xf32>
+  %p = tensor.pad %r low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x2x4x4xf32> to tensor<1x2x6x6xf32>
+  %c = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%p, %w : tensor<1x2x6x6xf32>, tensor<2x3x3xf32>) outs(%o : tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  return %c : tensor<1x2x4x4xf32>
+}

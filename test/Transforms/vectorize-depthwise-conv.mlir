@@ -97,3 +97,88 @@ func.func @sum_pool(%x: memref<1x2x9x9xf32>, %window: memref<2x2xf32>, %o: memre
     ins(%x, %window : memref<1x2x9x9xf32>, memref<2x2xf32>) outs(%o : memref<1x2x8x8xf32>)
   return
 }
+
+// A zero-padded input built by mcc-pad-into-producer (border fills, then a
+// copy of the source into the interior) is read in place: the kernel reads
+// the source, the first vector of a row masks off the lanes left of it (a
+// load from column -1 with lane 0 off), window rows above and below the
+// source are skipped in the edge rows only, and the buffer, its fills,
+// the copy and their profile marks go. The source's dealloc, after the
+// copy until now, moves past the reads.
+// CHECK-LABEL: func.func @padded_in_place
+// CHECK: linalg.copy ins(%arg0
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: linalg.copy
+// CHECK: %[[TILE:.*]] = memref.subview %arg3[0, 0, 0, 0] [1, 2, 6, 20] [1, 1, 1, 1]
+// CHECK: scf.for
+// CHECK: scf.for
+// First the top row, with its window rows checked; then the rows in
+// between, whose edge vector's loads are not under a check.
+// CHECK: scf.for
+// CHECK: scf.if
+// CHECK: vector.maskedload %[[TILE]][%{{.*}}, %{{.*}}, %{{.*}}, %c-1{{[_0-9]*}}]
+// CHECK: scf.for
+// CHECK: %[[EDGE:.*]] = vector.maskedload %[[TILE]][%{{.*}}, %{{.*}}, %{{.*}}, %c-1{{[_0-9]*}}]
+// CHECK-NEXT: vector.fma %[[EDGE]]
+// CHECK-NOT: linalg.depthwise_conv_2d_nchw_chw
+// CHECK: memref.dealloc %arg3
+// CHECK-NOT: mcc_profile_mark
+// CHECK: return
+func.func private @mcc_profile_mark(i64)
+func.func @padded_in_place(%x: memref<1x2x6x20xf32>, %w: memref<2x3x3xf32>, %o: memref<1x2x6x20xf32>, %src: memref<1x2x6x20xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : i64
+  %c1 = arith.constant 1 : i64
+  linalg.copy ins(%x : memref<1x2x6x20xf32>) outs(%src : memref<1x2x6x20xf32>)
+  %p = memref.alloc() : memref<1x2x8x22xf32>
+  %top = memref.subview %p[0, 0, 0, 0] [1, 2, 1, 22] [1, 1, 1, 1] : memref<1x2x8x22xf32> to memref<1x2x1x22xf32, strided<[352, 176, 22, 1]>>
+  func.call @mcc_profile_mark(%c0) : (i64) -> ()
+  linalg.fill ins(%zero : f32) outs(%top : memref<1x2x1x22xf32, strided<[352, 176, 22, 1]>>)
+  %in = memref.subview %p[0, 0, 1, 1] [1, 2, 6, 20] [1, 1, 1, 1] : memref<1x2x8x22xf32> to memref<1x2x6x20xf32, strided<[352, 176, 22, 1], offset: 23>>
+  func.call @mcc_profile_mark(%c1) : (i64) -> ()
+  linalg.copy ins(%src : memref<1x2x6x20xf32>) outs(%in : memref<1x2x6x20xf32, strided<[352, 176, 22, 1], offset: 23>>)
+  memref.dealloc %src : memref<1x2x6x20xf32>
+  %v = memref.subview %p[0, 0, 0, 0] [1, 2, 8, 22] [1, 1, 1, 1] : memref<1x2x8x22xf32> to memref<1x2x8x22xf32, strided<[352, 176, 22, 1]>>
+  linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%v, %w : memref<1x2x8x22xf32, strided<[352, 176, 22, 1]>>, memref<2x3x3xf32>) outs(%o : memref<1x2x6x20xf32>)
+  memref.dealloc %p : memref<1x2x8x22xf32>
+  return
+}
+
+// The padded buffer stays when the source is written between the copy and
+// the convolution (bufferization may reuse a buffer it thinks dead), or
+// when the convolution writes the source itself.
+// CHECK-LABEL: func.func @source_overwritten
+// CHECK: memref.alloc
+// CHECK: linalg.copy
+// CHECK: vector.load %{{.*}} : memref<1x1x5x5xf32, strided<[25, 25, 5, 1]>>
+// CHECK-LABEL: func.func @writes_its_source
+// CHECK: memref.alloc
+// CHECK: linalg.copy
+func.func @source_overwritten(%x: memref<1x1x3x3xf32>, %w: memref<1x3x3xf32>, %o: memref<1x1x3x3xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %p = memref.alloc() : memref<1x1x5x5xf32>
+  linalg.fill ins(%zero : f32) outs(%p : memref<1x1x5x5xf32>)
+  %in = memref.subview %p[0, 0, 1, 1] [1, 1, 3, 3] [1, 1, 1, 1] : memref<1x1x5x5xf32> to memref<1x1x3x3xf32, strided<[25, 25, 5, 1], offset: 6>>
+  linalg.copy ins(%x : memref<1x1x3x3xf32>) outs(%in : memref<1x1x3x3xf32, strided<[25, 25, 5, 1], offset: 6>>)
+  linalg.fill ins(%one : f32) outs(%x : memref<1x1x3x3xf32>)
+  %v = memref.subview %p[0, 0, 0, 0] [1, 1, 5, 5] [1, 1, 1, 1] : memref<1x1x5x5xf32> to memref<1x1x5x5xf32, strided<[25, 25, 5, 1]>>
+  linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%v, %w : memref<1x1x5x5xf32, strided<[25, 25, 5, 1]>>, memref<1x3x3xf32>) outs(%o : memref<1x1x3x3xf32>)
+  memref.dealloc %p : memref<1x1x5x5xf32>
+  return
+}
+func.func @writes_its_source(%x: memref<1x1x3x3xf32>, %w: memref<1x3x3xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %p = memref.alloc() : memref<1x1x5x5xf32>
+  linalg.fill ins(%zero : f32) outs(%p : memref<1x1x5x5xf32>)
+  %in = memref.subview %p[0, 0, 1, 1] [1, 1, 3, 3] [1, 1, 1, 1] : memref<1x1x5x5xf32> to memref<1x1x3x3xf32, strided<[25, 25, 5, 1], offset: 6>>
+  linalg.copy ins(%x : memref<1x1x3x3xf32>) outs(%in : memref<1x1x3x3xf32, strided<[25, 25, 5, 1], offset: 6>>)
+  %v = memref.subview %p[0, 0, 0, 0] [1, 1, 5, 5] [1, 1, 1, 1] : memref<1x1x5x5xf32> to memref<1x1x5x5xf32, strided<[25, 25, 5, 1]>>
+  linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%v, %w : memref<1x1x5x5xf32, strided<[25, 25, 5, 1]>>, memref<1x3x3xf32>) outs(%x : memref<1x1x3x3xf32>)
+  memref.dealloc %p : memref<1x1x5x5xf32>
+  return
+}

@@ -909,4 +909,36 @@ graph_check([helper.make_node("MatMul", ["X", "W"], ["P"]),
             {"X": rng2.standard_normal((1, 10, 300)).astype(np.float32)}, ["Y"],
             "linear_bias_tanh", inits=[("W", lw), ("B", lb)])
 
+# Depthwise convolutions read their zero padding in place on the CPU
+# (mcc-vectorize-depthwise-conv): an expansion product with bias and ReLU
+# (its epilogue writes the unpadded result) feeding a depthwise
+# convolution, over rows narrower than a vector (7, 14), a vector and a
+# masked rest (21), and several vectors (40); 3x3 and 5x5 windows, strides
+# 1 and 2, dilation 2, asymmetric pads (TF's SAME: more on the bottom and
+# right, or on the top and left), a batch of 2. And one whose source has
+# another reader (a residual add after it).
+for name, (n, cin, c, hw, k, s, d, pads) in {
+        "dw_pad_7_5x5": (1, 8, 24, 7, 5, 1, 1, [2, 2, 2, 2]),
+        "dw_pad_14_s2": (1, 8, 20, 14, 3, 2, 1, [1, 1, 1, 1]),
+        "dw_pad_21_d2": (1, 6, 12, 21, 3, 1, 2, [2, 2, 2, 2]),
+        "dw_pad_40_same": (2, 4, 10, 40, 3, 2, 1, [0, 0, 1, 1]),
+        "dw_pad_17_topleft": (1, 4, 9, 17, 5, 1, 1, [3, 4, 1, 0]),
+        "dw_pad_5x5_s2": (1, 8, 16, 23, 5, 2, 1, [2, 2, 2, 2])}.items():
+    pw = (rng2.standard_normal((c, cin, 1, 1)) / cin ** 0.5).astype(np.float32)
+    pb = rng2.standard_normal((c,)).astype(np.float32)
+    dwt = rng2.standard_normal((c, 1, k, k)).astype(np.float32)
+    graph_check([helper.make_node("Conv", ["X", "W", "B"], ["C"], kernel_shape=[1, 1]),
+                 helper.make_node("Relu", ["C"], ["R"]),
+                 helper.make_node("Conv", ["R", "D"], ["Y"], group=c, kernel_shape=[k, k],
+                                  strides=[s, s], dilations=[d, d], pads=pads)],
+                {"X": rng2.standard_normal((n, cin, hw, hw)).astype(np.float32)}, ["Y"],
+                name, inits=[("W", pw), ("B", pb), ("D", dwt)])
+dwt = rng2.standard_normal((12, 1, 3, 3)).astype(np.float32)
+graph_check([helper.make_node("Relu", ["X"], ["R"]),
+             helper.make_node("Conv", ["R", "D"], ["C"], group=12, kernel_shape=[3, 3],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["C", "R"], ["Y"])],
+            {"X": rng2.standard_normal((1, 12, 19, 19)).astype(np.float32)}, ["Y"],
+            "dw_pad_residual", inits=[("D", dwt)])
+
 print("op edge cases: ok")
