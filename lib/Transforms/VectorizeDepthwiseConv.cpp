@@ -31,12 +31,12 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/Utils/StaticValueUtils.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mcc {
 #define GEN_PASS_DEF_VECTORIZEDEPTHWISECONV
@@ -84,8 +84,8 @@ public:
     inHeight = dim(x, 2);
     // Outputs whose `sw`-float input blocks all lie inside the row: their
     // wide loads need no mask.
-    Value span = arith::SubIOp::create(b, loc, inWidth,
-                                       idx((kw - 1) * dw + colOffset));
+    Value span =
+        arith::SubIOp::create(b, loc, inWidth, idx((kw - 1) * dw + colOffset));
     Value safe = arith::MaxSIOp::create(
         b, loc, arith::DivSIOp::create(b, loc, span, idx(sw)), idx(0));
     safe = arith::MinSIOp::create(b, loc, safe, OW);
@@ -101,10 +101,10 @@ public:
         arith::AddIOp::create(b, loc, start, roundDown(room, block));
     Value vecEnd = arith::AddIOp::create(
         b, loc, blockEnd,
-        roundDown(arith::MaxSIOp::create(
-                      b, loc, arith::SubIOp::create(b, loc, safe, blockEnd),
-                      idx(0)),
-                  lanes));
+        roundDown(
+            arith::MaxSIOp::create(
+                b, loc, arith::SubIOp::create(b, loc, safe, blockEnd), idx(0)),
+            lanes));
     forLoop(idx(0), N, 1, [&](Value n) {
       forLoop(idx(0), C, 1, [&](Value c) {
         weights.clear();
@@ -338,8 +338,7 @@ Value copiedInto(Operation *op, Value target) {
 
 /// `alloc` as a padded input whose readers are all in `convs`, or nothing.
 std::optional<PaddedInput>
-paddedInput(memref::AllocOp alloc,
-            const llvm::DenseSet<Operation *> &convs) {
+paddedInput(memref::AllocOp alloc, const llvm::DenseSet<Operation *> &convs) {
   auto type = alloc.getType();
   if (type.getRank() != 4 || !type.hasStaticShape() ||
       !type.getElementType().isF32())
@@ -444,7 +443,8 @@ bool sourceSurvives(const PaddedInput &p, Operation *copy) {
       Operation *top = block->findAncestorOpInBlock(*user);
       if (!top)
         return false;
-      if (top == last || (copy->isBeforeInBlock(top) && top->isBeforeInBlock(last)))
+      if (top == last ||
+          (copy->isBeforeInBlock(top) && top->isBeforeInBlock(last)))
         return false;
     }
   return true;
@@ -572,8 +572,7 @@ struct VectorizeDepthwiseConvPass
             SmallVector<OpFoldResult>(4, b.getIndexAttr(1)));
         rowOffset = arith::SubIOp::create(
             b, loc,
-            getValueOrCreateConstantIndexOp(b, loc,
-                                            view.getMixedOffsets()[2]),
+            getValueOrCreateConstantIndexOp(b, loc, view.getMixedOffsets()[2]),
             arith::ConstantIndexOp::create(b, loc, p.low[2]));
         colOffset = *getConstantIntValue(view.getMixedOffsets()[3]) - p.low[3];
       }
