@@ -48,6 +48,7 @@ const StageText kCpuStages[] = {
      // Per-op profile marks first, while each op at the top of forward is
      // still one unit of the run. bf16 computes in f32; only its two
      // conversions stay, as integer ops.
+     "func.func(mcc-dealloc-after-last-use),"
      "mcc-cpu-profile-marks,math-extend-to-supported-types{extra-types=f16 target-type=f32},"
      "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
      "func.func(mcc-expand-bf16),"

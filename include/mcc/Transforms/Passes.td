@@ -110,6 +110,21 @@ def StridedCopyToLinalg
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def DeallocAfterLastUse
+    : Pass<"mcc-dealloc-after-last-use", "mlir::func::FuncOp"> {
+  let summary = "Free each buffer right after its last use";
+  let description = [{
+    Ownership-based buffer deallocation places the memref.dealloc of a
+    buffer at the end of its block, so every intermediate of a model stays
+    allocated until the forward function returns. Each dealloc of a
+    memref.alloc in the same block moves to just after the last op of the
+    block that uses the buffer or a view of it (ops inside loops count as
+    their outermost op in the block). Buffers used by an op that yields a
+    memref other than a view of them, or by a return, stay where they are.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect"];
+}
+
 def DistinctResults : Pass<"mcc-distinct-results", "mlir::func::FuncOp"> {
   let summary = "A returned tensor that repeats an earlier one becomes a copy";
   let description = [{
