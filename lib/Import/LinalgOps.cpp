@@ -182,12 +182,29 @@ LogicalResult lowerGemm(NodeLowering &n) {
   double alpha = n.attrFloat("alpha", 1.0f), beta = n.attrFloat("beta", 1.0f);
   OpBuilder &b = n.builder();
   Location loc = n.loc();
-  Value a = gemmOperand(n, 0, ta), bm = gemmOperand(n, 1, tb);
-  Shape as = shapeOf(a), bs = shapeOf(bm);
-  if (as[1] != bs[0])
-    return n.fail("inner dimensions differ");
-  Value r = emitMatmul2D(b, loc, a, bm);
-  Shape out = {as[0], bs[1]};
+  Value r;
+  Shape out;
+  if (!ta && tb && n.shape(0)[0] == 1) {
+    // One row against a transposed weight (a classifier at batch 1): the
+    // product is W[N, K] . x[K] as a column, reading each row of W
+    // contiguously (a matrix-vector product), where W^T[K, N] would stream
+    // a few hundred floats of each of K rows per output block.
+    const Shape &ws = n.shape(1);
+    int64_t k = n.shape(0)[1];
+    if (ws[1] != k)
+      return n.fail("inner dimensions differ");
+    Value column = emitReshape(b, loc, n.value(0), {k, 1});
+    r = emitReshape(b, loc, emitMatmul2D(b, loc, n.value(1), column),
+                    {1, ws[0]});
+    out = {1, ws[0]};
+  } else {
+    Value a = gemmOperand(n, 0, ta), bm = gemmOperand(n, 1, tb);
+    Shape as = shapeOf(a), bs = shapeOf(bm);
+    if (as[1] != bs[0])
+      return n.fail("inner dimensions differ");
+    r = emitMatmul2D(b, loc, a, bm);
+    out = {as[0], bs[1]};
+  }
   Type et = n.elementType(n.dtype(0));
   bool hasC = n.hasInput(2) && beta != 0.0;
   if (alpha != 1.0 || hasC) {

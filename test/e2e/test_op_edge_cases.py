@@ -941,4 +941,12 @@ graph_check([helper.make_node("Relu", ["X"], ["R"]),
             {"X": rng2.standard_normal((1, 12, 19, 19)).astype(np.float32)}, ["Y"],
             "dw_pad_residual", inits=[("D", dwt)])
 
+# A one-row Gemm with a transposed weight runs as W . x (a matrix-vector
+# product): alpha, beta and a bias that broadcasts from [1, N].
+gw = (rng2.standard_normal((37, 300)) / 300 ** 0.5).astype(np.float32)
+gb = rng2.standard_normal((1, 37)).astype(np.float32)
+graph_check([helper.make_node("Gemm", ["X", "W", "B"], ["Y"], transB=1, alpha=0.5, beta=2.0)],
+            {"X": rng2.standard_normal((1, 300)).astype(np.float32)}, ["Y"],
+            "gemm_one_row_transb", inits=[("W", gw), ("B", gb)])
+
 print("op edge cases: ok")
