@@ -33,6 +33,9 @@ namespace mcc {
 
 using namespace mlir;
 using mcc::hasUnitInnerStride;
+using mcc::readElsewhere;
+using mcc::rootBuffer;
+using mcc::vectorizableBody;
 
 namespace {
 
@@ -106,49 +109,6 @@ EpilogueRead readOf(AffineMap map) {
   return cast<AffineDimExpr>(map.getResult(0)).getPosition() == 0
              ? EpilogueRead::Row
              : EpilogueRead::Column;
-}
-
-/// Ops that an epilogue's body may hold: scalar elementwise arith and math,
-/// which the kernel re-creates on vectors.
-bool vectorizableBody(linalg::GenericOp op) {
-  for (Operation &inner : op.getBody()->without_terminator()) {
-    if (inner.getNumRegions() || !OpTrait::hasElementwiseMappableTraits(&inner))
-      return false;
-    for (Type t : llvm::concat<const Type>(inner.getOperandTypes(),
-                                           inner.getResultTypes()))
-      if (!t.isIntOrFloat())
-        return false;
-  }
-  return true;
-}
-
-/// The buffer behind `v`'s views.
-Value rootBuffer(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
-}
-
-/// Whether anything but `ops` (and views, deallocs) touches the buffer
-/// behind `c`: then C must still be written.
-bool readElsewhere(Value c, ArrayRef<Operation *> ops) {
-  Value root = rootBuffer(c);
-  if (!root.getDefiningOp<memref::AllocOp>() &&
-      !root.getDefiningOp<memref::AllocaOp>())
-    return true;
-  SmallVector<Value> aliases = {root};
-  for (size_t i = 0; i < aliases.size(); ++i)
-    for (Operation *user : aliases[i].getUsers()) {
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
-        if (view.getViewSource() == aliases[i])
-          llvm::append_range(aliases, user->getResults());
-        continue;
-      }
-      if (isa<memref::DeallocOp>(user) || llvm::is_contained(ops, user))
-        continue;
-      return true;
-    }
-  return false;
 }
 
 /// The epilogue of `op` (a 2-D f32 product writing `c`), if the op after it

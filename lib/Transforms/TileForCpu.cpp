@@ -270,14 +270,19 @@ constexpr int64_t kWorkPerReducedElement = 8;
 /// bias and activation generics in this form). It is tiled in the
 /// product's place, with the product fused into its tiles, so that
 /// mcc-register-tile-matmul finds it right after the product's tile.
+/// A depthwise convolution's bias and activation (an elementwise generic
+/// over [n, c, h, w]) are tiled the same way, for
+/// mcc-vectorize-depthwise-conv to apply to its accumulators.
 linalg::GenericOp epilogueOf(linalg::LinalgOp op) {
-  if (!isa<linalg::MatmulOp>(op) || op->getNumResults() != 1 ||
+  bool depthwise = isa<linalg::DepthwiseConv2DNchwChwOp>(op);
+  if ((!isa<linalg::MatmulOp>(op) && !depthwise) || op->getNumResults() != 1 ||
       !op->getResult(0).hasOneUse())
     return {};
   OpOperand &use = *op->getResult(0).getUses().begin();
   auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
   if (!generic || generic->getBlock() != op->getBlock() ||
-      !generic.hasPureTensorSemantics() || generic.getNumLoops() != 2 ||
+      !generic.hasPureTensorSemantics() ||
+      generic.getNumLoops() != (depthwise ? 4 : 2) ||
       generic.getNumReductionLoops() != 0 || generic.hasIndexSemantics() ||
       !generic.isDpsInput(&use) ||
       !generic.getMatchingIndexingMap(&use).isIdentity())
@@ -316,7 +321,15 @@ struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
       }
       rewriter.setInsertionPoint(op);
       SmallVector<OpFoldResult> sizes;
-      if (product)
+      if (product && isa<linalg::DepthwiseConv2DNchwChwOp>(product)) {
+        // The convolution's (n, oh, ow, c) tiles as the generic's (n, c,
+        // h, w).
+        SmallVector<int64_t> conv = chooseDepthwiseTileSizes(
+            cast<linalg::LinalgOp>(product), targetTiles);
+        sizes = getAsIndexOpFoldResult(
+            &getContext(),
+            ArrayRef<int64_t>{conv[0], conv[3], conv[1], conv[2]});
+      } else if (product)
         sizes = getAsIndexOpFoldResult(
             &getContext(),
             ArrayRef(chooseMatmulTileSizes(cast<linalg::LinalgOp>(product), 8))

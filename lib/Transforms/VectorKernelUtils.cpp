@@ -2,6 +2,8 @@
 
 #include "mcc/Transforms/VectorKernelUtils.h"
 
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
 using namespace mlir;
 
 namespace mcc {
@@ -15,6 +17,44 @@ bool hasUnitInnerStride(Value v) {
   if (failed(t.getStridesAndOffset(strides, offset)))
     return false;
   return !strides.empty() && strides.back() == 1;
+}
+
+Value rootBuffer(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+bool readElsewhere(Value v, ArrayRef<Operation *> ops) {
+  Value root = rootBuffer(v);
+  if (!root.getDefiningOp<memref::AllocOp>() &&
+      !root.getDefiningOp<memref::AllocaOp>())
+    return true;
+  SmallVector<Value> aliases = {root};
+  for (size_t i = 0; i < aliases.size(); ++i)
+    for (Operation *user : aliases[i].getUsers()) {
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
+        if (view.getViewSource() == aliases[i])
+          llvm::append_range(aliases, user->getResults());
+        continue;
+      }
+      if (isa<memref::DeallocOp>(user) || llvm::is_contained(ops, user))
+        continue;
+      return true;
+    }
+  return false;
+}
+
+bool vectorizableBody(linalg::GenericOp op) {
+  for (Operation &inner : op.getBody()->without_terminator()) {
+    if (inner.getNumRegions() || !OpTrait::hasElementwiseMappableTraits(&inner))
+      return false;
+    for (Type t : llvm::concat<const Type>(inner.getOperandTypes(),
+                                           inner.getResultTypes()))
+      if (!t.isIntOrFloat())
+        return false;
+  }
+  return true;
 }
 
 SmallVector<int64_t> intsOf(DenseIntElementsAttr a) {

@@ -218,3 +218,32 @@ func.func @product_epilogue(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>, %bias:
   } -> tensor<64x48xf32>
   return %g : tensor<64x48xf32>
 }
+
+// A depthwise convolution whose only user is an elementwise generic (its
+// bias and activation): the generic is tiled over channels as the
+// convolution would be, and the convolution and its fill are fused into
+// each tile, right before the generic's tile.
+// CHECK-LABEL: func.func @depthwise_epilogue
+// CHECK: scf.forall
+// CHECK:   linalg.fill
+// CHECK:   %[[D:.*]] = linalg.depthwise_conv_2d_nchw_chw
+// CHECK:   linalg.generic {{.*}} ins(%[[D]], {{.*}})
+// CHECK:   scf.forall.in_parallel
+// CHECK-NOT: linalg.depthwise_conv_2d_nchw_chw
+func.func @depthwise_epilogue(%x: tensor<1x32x30x30xf32>, %w: tensor<32x3x3xf32>, %bias: tensor<32x1x1xf32>) -> tensor<1x32x28x28xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x32x28x28xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x32x28x28xf32>) -> tensor<1x32x28x28xf32>
+  %d = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %w : tensor<1x32x30x30xf32>, tensor<32x3x3xf32>) outs(%f : tensor<1x32x28x28xf32>) -> tensor<1x32x28x28xf32>
+  %o = tensor.empty() : tensor<1x32x28x28xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(n, c, h, w) -> (n, c, h, w)>, affine_map<(n, c, h, w) -> (c, 0, 0)>, affine_map<(n, c, h, w) -> (n, c, h, w)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%d, %bias : tensor<1x32x28x28xf32>, tensor<32x1x1xf32>) outs(%o : tensor<1x32x28x28xf32>) {
+  ^bb0(%v: f32, %bv: f32, %out: f32):
+    %0 = arith.addf %v, %bv : f32
+    %1 = arith.maximumf %0, %z : f32
+    linalg.yield %1 : f32
+  } -> tensor<1x32x28x28xf32>
+  return %g : tensor<1x32x28x28xf32>
+}

@@ -182,3 +182,37 @@ func.func @writes_its_source(%x: memref<1x1x3x3xf32>, %w: memref<1x3x3xf32>) {
   memref.dealloc %p : memref<1x1x5x5xf32>
   return
 }
+
+// The generic after the convolution (a bias per channel, a residual read at
+// the output's index, a ReLU) runs on each output vector before its store;
+// the convolution's own output, read by nothing else, is not stored.
+// CHECK-LABEL: func.func @epilogue
+// CHECK-NOT: linalg.generic
+// CHECK: vector.fma
+// CHECK: %[[B:.*]] = memref.load %arg3[%{{.*}}, %c0{{.*}}, %c0{{.*}}] : memref<2x1x1xf32>
+// CHECK: %[[BV:.*]] = vector.broadcast %[[B]] : f32 to vector<8xf32>
+// CHECK: %[[R:.*]] = vector.load %arg4
+// CHECK: %[[S:.*]] = arith.addf %{{.*}}, %[[BV]] : vector<8xf32>
+// CHECK: arith.addf %[[S]], %[[R]] : vector<8xf32>
+// CHECK: arith.maximumf {{.*}} : vector<8xf32>
+// CHECK: vector.store {{.*}}, %arg5
+// CHECK-NOT: vector.store {{.*}}, %alloc
+// CHECK-NOT: linalg.generic
+func.func @epilogue(%x: memref<1x2x10x18xf32>, %w: memref<2x3x3xf32>, %zero: f32, %bias: memref<2x1x1xf32>, %res: memref<1x2x8x16xf32>, %y: memref<1x2x8x16xf32>) {
+  %c = arith.constant 0.0 : f32
+  %o = memref.alloc() : memref<1x2x8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%o : memref<1x2x8x16xf32>)
+  linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %w : memref<1x2x10x18xf32>, memref<2x3x3xf32>) outs(%o : memref<1x2x8x16xf32>)
+  linalg.generic {indexing_maps = [affine_map<(n, c, h, w) -> (n, c, h, w)>, affine_map<(n, c, h, w) -> (c, 0, 0)>, affine_map<(n, c, h, w) -> (n, c, h, w)>, affine_map<(n, c, h, w) -> (n, c, h, w)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%o, %bias, %res : memref<1x2x8x16xf32>, memref<2x1x1xf32>, memref<1x2x8x16xf32>) outs(%y : memref<1x2x8x16xf32>) {
+  ^bb0(%v: f32, %bv: f32, %r: f32, %out: f32):
+    %0 = arith.addf %v, %bv : f32
+    %1 = arith.addf %0, %r : f32
+    %2 = arith.maximumf %1, %c : f32
+    linalg.yield %2 : f32
+  }
+  memref.dealloc %o : memref<1x2x8x16xf32>
+  return
+}

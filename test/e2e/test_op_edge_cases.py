@@ -941,6 +941,35 @@ graph_check([helper.make_node("Relu", ["X"], ["R"]),
             {"X": rng2.standard_normal((1, 12, 19, 19)).astype(np.float32)}, ["Y"],
             "dw_pad_residual", inits=[("D", dwt)])
 
+# Depthwise convolutions with epilogues applied to their output vectors on
+# the CPU: bias and HardSwish over 15 x 15 (a vector and a masked rest);
+# bias, a squeeze-excite style scale per (n, c) and a residual add over a
+# batch of 2; and a biased one whose raw output is also an output (so the
+# kernel stores it as well).
+for name, (n, c, hw, k, s) in {"dw_bias_hardswish": (1, 24, 15, 3, 1),
+                               "dw_bias_scale_residual": (2, 16, 20, 5, 1)}.items():
+    dwt = rng2.standard_normal((c, 1, k, k)).astype(np.float32)
+    db = rng2.standard_normal((c,)).astype(np.float32)
+    feeds = {"X": rng2.standard_normal((n, c, hw, hw)).astype(np.float32)}
+    nodes = [helper.make_node("Relu", ["X"], ["R"]),
+             helper.make_node("Conv", ["R", "D", "DB"], ["C"], group=c, kernel_shape=[k, k],
+                              strides=[s, s], pads=[k // 2] * 4)]
+    if name == "dw_bias_hardswish":
+        nodes.append(helper.make_node("HardSwish", ["C"], ["Y"]))
+    else:
+        feeds["S"] = rng2.standard_normal((n, c, 1, 1)).astype(np.float32)
+        nodes += [helper.make_node("Mul", ["C", "S"], ["M"]),
+                  helper.make_node("Add", ["M", "X"], ["Y"])]
+    graph_check(nodes, feeds, ["Y"], name, inits=[("D", dwt), ("DB", db)])
+dwt = rng2.standard_normal((8, 1, 3, 3)).astype(np.float32)
+db = rng2.standard_normal((8,)).astype(np.float32)
+graph_check([helper.make_node("Conv", ["X", "D"], ["C"], group=8, kernel_shape=[3, 3],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["C", "DB"], ["B"]),
+             helper.make_node("Relu", ["B"], ["Y"])],
+            {"X": rng2.standard_normal((1, 8, 18, 18)).astype(np.float32)}, ["Y", "C"],
+            "dw_epilogue_keeps_output", inits=[("D", dwt), ("DB", db.reshape(8, 1, 1))])
+
 # A one-row Gemm with a transposed weight runs as W . x (a matrix-vector
 # product): alpha, beta and a bias that broadcasts from [1, N].
 gw = (rng2.standard_normal((37, 300)) / 300 ** 0.5).astype(np.float32)

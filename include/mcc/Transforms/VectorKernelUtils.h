@@ -9,6 +9,7 @@
 #define MCC_TRANSFORMS_VECTORKERNELUTILS_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -21,6 +22,18 @@ namespace mcc {
 /// An f32 memref whose rows (the last dim) are unit-stride, so that the
 /// kernels can load and store them as vectors.
 bool hasUnitInnerStride(mlir::Value v);
+
+/// The buffer behind `v`'s views.
+mlir::Value rootBuffer(mlir::Value v);
+
+/// Whether anything but `ops` (and views, deallocs) touches the buffer
+/// behind `v`: then a kernel that hands its result to an epilogue must
+/// still store it.
+bool readElsewhere(mlir::Value v, llvm::ArrayRef<mlir::Operation *> ops);
+
+/// Whether an epilogue's body holds only scalar elementwise arith and math
+/// ops, which a kernel can re-create on vectors.
+bool vectorizableBody(mlir::linalg::GenericOp op);
 
 /// The values of an integer attribute (strides, dilations).
 llvm::SmallVector<int64_t> intsOf(mlir::DenseIntElementsAttr a);
