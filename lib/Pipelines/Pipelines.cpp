@@ -22,14 +22,20 @@ struct StageText {
 // Grouped and few-channel convolutions stay convolutions on the CPU (run in
 // place by mcc-vectorize-grouped-conv); on the GPU they become cuBLAS
 // products.
-#define MCC_FUSE_STAGE(CONV_TO_MATMUL)                                         \
-  "canonicalize,cse,func.func(" CONV_TO_MATMUL "),canonicalize,"              \
-  "func.func(mcc-fuse-elementwise),canonicalize,cse"
+#define MCC_FUSE_STAGE(CONV_TO_MATMUL, FUSE_ELEMENTWISE)                       \
+  "canonicalize,cse,func.func(" CONV_TO_MATMUL "),canonicalize,"               \
+  "func.func(" FUSE_ELEMENTWISE "),canonicalize,cse"
 
 const StageText kCpuStages[] = {
     {"mcc-cpu-fuse", "canonicalize and fuse elementwise producers/consumers",
-     MCC_FUSE_STAGE("mcc-conv-to-matmul{direct-convs}")
-     ",func.func(mcc-collapse-product-epilogues),canonicalize,cse"},
+     MCC_FUSE_STAGE(
+         "mcc-conv-to-matmul{direct-convs}",
+         "mcc-fuse-elementwise{keep-conv-epilogues}") ",func.func(mcc-fold-"
+                                                      "channel-scale),"
+                                                      "canonicalize,"
+                                                      "func.func(mcc-collapse-"
+                                                      "product-epilogues),"
+                                                      "canonicalize,cse"},
     {"mcc-cpu-tile",
      "tile ops into parallel scf.forall tiles; reorder contraction loops",
      "func.func(mcc-pad-into-producer),func.func(mcc-tile-for-cpu),"
@@ -41,7 +47,8 @@ const StageText kCpuStages[] = {
      "one-shot-bufferize{bufferize-function-boundaries "
      "function-boundary-type-conversion=identity-layout-map},"
      "buffer-results-to-out-params{modify-public-functions "
-     "hoist-static-allocs hoist-dynamic-allocs},canonicalize,buffer-deallocation-pipeline,"
+     "hoist-static-allocs "
+     "hoist-dynamic-allocs},canonicalize,buffer-deallocation-pipeline,"
      "canonicalize"},
     {"mcc-cpu-loops",
      "linalg to loops; tile loops become OpenMP worksharing loops",
@@ -49,7 +56,8 @@ const StageText kCpuStages[] = {
      // still one unit of the run. bf16 computes in f32; only its two
      // conversions stay, as integer ops.
      "func.func(mcc-dealloc-after-last-use),"
-     "mcc-cpu-profile-marks,math-extend-to-supported-types{extra-types=f16 target-type=f32},"
+     "mcc-cpu-profile-marks,math-extend-to-supported-types{extra-types=f16 "
+     "target-type=f32},"
      "arith-emulate-unsupported-floats{source-types=bf16 target-type=f32},"
      "func.func(mcc-expand-bf16),"
      "func.func(mcc-strided-copy-to-linalg),func.func(mcc-register-tile-"
@@ -75,7 +83,7 @@ const StageText kCpuStages[] = {
 // every loop nest then becomes a kernel.
 const StageText kCudaStages[] = {
     {"mcc-cpu-fuse", "canonicalize and fuse elementwise producers/consumers",
-     MCC_FUSE_STAGE("mcc-conv-to-matmul")},
+     MCC_FUSE_STAGE("mcc-conv-to-matmul", "mcc-fuse-elementwise")},
     {"mcc-cuda-bufferize", "one-shot bufferization, as for the CPU",
      kCpuStages[2].pipeline},
     {"mcc-cuda-kernels",
@@ -84,10 +92,12 @@ const StageText kCudaStages[] = {
      "mcc-gpu-library-calls,func.func(mcc-gpu-row-reductions),"
      "func.func(mcc-strided-copy-to-linalg{all-copies}),"
      "convert-linalg-to-parallel-loops,"
-     "canonicalize,func.func(mcc-gpu-fold-pad-reads),func.func(mcc-gpu-device-memory),func.func(mcc-gpu-"
+     "canonicalize,func.func(mcc-gpu-fold-pad-reads),func.func(mcc-gpu-device-"
+     "memory),func.func(mcc-gpu-"
      "distribute{coarsen-factor=4}),convert-parallel-loops-to-gpu,canonicalize,"
      "convert-math-to-funcs{convert-ctlz=false},"
-     "func.func(gpu-launch-sink-index-computations),gpu-kernel-outlining,mcc-gpu-gather-kernels,mcc-gpu-libdevice-calls,"
+     "func.func(gpu-launch-sink-index-computations),gpu-kernel-outlining,mcc-"
+     "gpu-gather-kernels,mcc-gpu-libdevice-calls,"
      // Index math in 32-bit unsigned where integer range analysis proves it
      // fits (known_block_size/known_grid_size bound the thread ids): the
      // div/rem chains that turn a flat thread index into an im2col or
@@ -137,9 +147,9 @@ std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &options) {
       std::string kernel = "mcc-register-tile-matmul";
       size_t at = text.find(kernel);
       if (at != std::string::npos)
-        text.insert(at + kernel.size(),
-                    options.cpuVectorBits == 256 ? "{rows=6 lanes=8}"
-                                                 : "{rows=4 lanes=4}");
+        text.insert(at + kernel.size(), options.cpuVectorBits == 256
+                                            ? "{rows=6 lanes=8}"
+                                            : "{rows=4 lanes=4}");
       std::string grouped = "mcc-vectorize-grouped-conv";
       at = text.find(grouped);
       if (at != std::string::npos)

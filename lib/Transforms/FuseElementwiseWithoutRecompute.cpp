@@ -56,6 +56,17 @@ bool keptAnyway(linalg::GenericOp producer) {
   });
 }
 
+/// An elementwise generic that reads a depthwise convolution's result (its
+/// bias and activation), which the CPU kernel applies before its store
+/// (mcc-vectorize-depthwise-conv): written once there, its result is
+/// cheaper to read than to recompute from the convolution's in each
+/// consumer (squeeze-excite's mean and scaling both did).
+bool convEpilogue(linalg::GenericOp producer) {
+  return llvm::any_of(producer.getDpsInputs(), [](Value v) {
+    return v.getDefiningOp<linalg::DepthwiseConv2DNchwChwOp>();
+  });
+}
+
 /// A producer worth recomputing wherever a consumer reads it: a cheap
 /// elementwise op either over a space at least 64 times smaller than the
 /// consumer's (a row's mean divided by its length, a variance's rsqrt, read
@@ -69,8 +80,10 @@ bool keptAnyway(linalg::GenericOp producer) {
 /// ResNet block's output, kept for the next convolution, recomputed from
 /// two convolution outputs in the next residual add).
 bool isRecomputable(linalg::GenericOp producer, linalg::LinalgOp consumer,
-                    OpOperand *operand) {
+                    OpOperand *operand, bool keepConvEpilogues) {
   if (!isCheapElementwise(producer))
+    return false;
+  if (keepConvEpilogues && !producer->hasOneUse() && convEpilogue(producer))
     return false;
   if (consumer.getMatchingIndexingMap(operand).isPermutation())
     return !keptAnyway(producer) || fullSizeInputs(producer) <= 1;
@@ -82,13 +95,13 @@ bool isRecomputable(linalg::GenericOp producer, linalg::LinalgOp consumer,
 /// each producer element exactly once (the consumer reads the operand
 /// through a permutation of all of its loops), or recomputes only cheap
 /// elementwise values.
-bool fusesWithoutRecompute(OpOperand *operand) {
+bool fusesWithoutRecompute(OpOperand *operand, bool keepConvEpilogues) {
   Operation *producer = operand->get().getDefiningOp();
   auto consumer = dyn_cast<linalg::LinalgOp>(operand->getOwner());
   if (!producer || !consumer)
     return false;
   if (auto generic = dyn_cast<linalg::GenericOp>(producer);
-      generic && isRecomputable(generic, consumer, operand))
+      generic && isRecomputable(generic, consumer, operand, keepConvEpilogues))
     return true;
   if (!producer->hasOneUse())
     return false;
@@ -109,6 +122,9 @@ bool reshapeTouchesOnlyGenerics(OpOperand *operand) {
 struct FuseElementwiseWithoutRecomputePass
     : mcc::impl::FuseElementwiseWithoutRecomputeBase<
           FuseElementwiseWithoutRecomputePass> {
+  using FuseElementwiseWithoutRecomputeBase::
+      FuseElementwiseWithoutRecomputeBase;
+
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     // Transposes as generics, so that they fuse with the elementwise ops
@@ -124,8 +140,11 @@ struct FuseElementwiseWithoutRecomputePass
         return signalPassFailure();
     }
     RewritePatternSet patterns(ctx);
-    linalg::populateElementwiseOpsFusionPatterns(patterns,
-                                                 fusesWithoutRecompute);
+    bool keep = keepConvEpilogues;
+    linalg::populateElementwiseOpsFusionPatterns(
+        patterns, [keep](OpOperand *operand) {
+          return fusesWithoutRecompute(operand, keep);
+        });
     linalg::populateFoldReshapeOpsByExpansionPatterns(
         patterns, reshapeTouchesOnlyGenerics);
     affine::AffineApplyOp::getCanonicalizationPatterns(patterns, ctx);

@@ -970,6 +970,30 @@ graph_check([helper.make_node("Conv", ["X", "D"], ["C"], group=8, kernel_shape=[
             {"X": rng2.standard_normal((1, 8, 18, 18)).astype(np.float32)}, ["Y", "C"],
             "dw_epilogue_keeps_output", inits=[("D", dwt), ("DB", db.reshape(8, 1, 1))])
 
+# Squeeze-excite at batch 1 (CPU: the depthwise convolution's bias and ReLU
+# written once and read by the mean and the product; the gate scales the
+# projection's weights instead of the activation).
+c, mid, out = 24, 8, 12
+se_inits = [("D", rng2.standard_normal((c, 1, 3, 3)).astype(np.float32)),
+            ("DB", rng2.standard_normal((c,)).astype(np.float32)),
+            ("R", (rng2.standard_normal((mid, c, 1, 1)) / c ** 0.5).astype(np.float32)),
+            ("RB", rng2.standard_normal((mid,)).astype(np.float32)),
+            ("E", (rng2.standard_normal((c, mid, 1, 1)) / mid ** 0.5).astype(np.float32)),
+            ("EB", rng2.standard_normal((c,)).astype(np.float32)),
+            ("P", (rng2.standard_normal((out, c, 1, 1)) / c ** 0.5).astype(np.float32))]
+graph_check([helper.make_node("Conv", ["X", "D", "DB"], ["C"], group=c, kernel_shape=[3, 3],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["C"], ["A"]),
+             helper.make_node("GlobalAveragePool", ["A"], ["M"]),
+             helper.make_node("Conv", ["M", "R", "RB"], ["Q"], kernel_shape=[1, 1]),
+             helper.make_node("Relu", ["Q"], ["QR"]),
+             helper.make_node("Conv", ["QR", "E", "EB"], ["G"], kernel_shape=[1, 1]),
+             helper.make_node("HardSigmoid", ["G"], ["S"], alpha=1.0 / 6, beta=0.5),
+             helper.make_node("Mul", ["A", "S"], ["AS"]),
+             helper.make_node("Conv", ["AS", "P"], ["Y"], kernel_shape=[1, 1])],
+            {"X": rng2.standard_normal((1, c, 20, 20)).astype(np.float32)}, ["Y"],
+            "squeeze_excite_b1", inits=se_inits)
+
 # A one-row Gemm with a transposed weight runs as W . x (a matrix-vector
 # product): alpha, beta and a bias that broadcasts from [1, N].
 gw = (rng2.standard_normal((37, 300)) / 300 ** 0.5).astype(np.float32)

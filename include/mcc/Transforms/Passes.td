@@ -18,9 +18,29 @@ def FuseElementwiseWithoutRecompute
     linalg.generic ops, so named contractions (matmul, batch_matmul, conv)
     stay named for the tiling and interchange passes.
   }];
+  let options = [
+    Option<"keepConvEpilogues", "keep-conv-epilogues", "bool", "false",
+           "Keep an elementwise op after a depthwise convolution whole when "
+           "it has several consumers (the CPU kernel applies it) instead of "
+           "recomputing it in each">,
+  ];
   let dependentDialects = ["mlir::linalg::LinalgDialect",
                            "mlir::tensor::TensorDialect",
                            "mlir::affine::AffineDialect"];
+}
+
+def FoldChannelScale : Pass<"mcc-fold-channel-scale", "mlir::func::FuncOp"> {
+  let summary = "A per-channel scale before a 1x1 convolution scales its weights";
+  let description = [{
+    A 2-D linalg.matmul W[M, C] . X[C, H*W] whose X is the collapsed result
+    of a 4-D elementwise linalg.generic (batch 1) yielding x * s, where s is
+    computed from per-channel inputs only (squeeze-excite's gate), reads x
+    instead, and W becomes a generic computing W[m, c] * s(c): the
+    activation is not rewritten, the weights (M x C) are scaled each run.
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect"];
 }
 
 def CollapseProductEpilogues
