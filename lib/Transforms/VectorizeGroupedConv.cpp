@@ -36,6 +36,9 @@ using mcc::intsOf;
 
 namespace {
 
+/// Windows of more taps than this run their rows as a loop.
+constexpr int64_t kMaxUnrolledTaps = 9;
+
 /// Emits out[n, g, f, oh, ow] += sum_(c, kh, kw) x[n, g, c, oh*sh + kh*dh,
 /// ow*sw + kw*dw] * w[g, f, c, kh, kw], every size but the window's read
 /// from the buffers at run time.
@@ -141,9 +144,10 @@ private:
     auto loop = scf::ForOp::create(
         b, loc, idx(0), C, idx(1), acc,
         [&](OpBuilder &, Location, Value c, ValueRange in) {
-          SmallVector<Value> sums(in.begin(), in.end());
-          for (int64_t p = 0; p < kh; ++p) {
-            Value row = arith::AddIOp::create(b, loc, s.ih, idx(p * dh));
+          // One window row: kw taps, unrolled.
+          auto windowRow = [&](Value p, SmallVector<Value> sums) {
+            Value row = arith::AddIOp::create(
+                b, loc, s.ih, arith::MulIOp::create(b, loc, p, idx(dh)));
             for (int64_t q = 0; q < kw; ++q) {
               SmallVector<Value> inputs;
               for (int64_t v = 0; v < nv; ++v)
@@ -153,7 +157,7 @@ private:
                     bool(valid)));
               for (int64_t i = 0; i < count; ++i) {
                 Value weight = memref::LoadOp::create(
-                    b, loc, w, ValueRange{s.g, fs[i], c, idx(p), idx(q)});
+                    b, loc, w, ValueRange{s.g, fs[i], c, p, idx(q)});
                 Value splat =
                     vector::BroadcastOp::create(b, loc, vecType, weight);
                 for (int64_t v = 0; v < nv; ++v)
@@ -161,6 +165,25 @@ private:
                       b, loc, inputs[v], splat, sums[i * nv + v]);
               }
             }
+            return sums;
+          };
+          SmallVector<Value> sums(in.begin(), in.end());
+          if (kh * kw <= kMaxUnrolledTaps) {
+            for (int64_t p = 0; p < kh; ++p)
+              sums = windowRow(idx(p), sums);
+          } else {
+            // A large window (resnet's 7 x 7 stem) fully unrolled kept
+            // more values live than registers: LLVM hoisted loads and
+            // spilled accumulators, 37 GFLOPS. Its rows become a loop.
+            auto rows = scf::ForOp::create(
+                b, loc, idx(0), idx(kh), idx(1), sums,
+                [&](OpBuilder &, Location, Value p, ValueRange carried) {
+                  scf::YieldOp::create(
+                      b, loc,
+                      windowRow(p, SmallVector<Value>(carried.begin(),
+                                                      carried.end())));
+                });
+            sums = SmallVector<Value>(rows.getResults());
           }
           scf::YieldOp::create(b, loc, sums);
         });
