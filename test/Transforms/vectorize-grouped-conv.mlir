@@ -54,3 +54,18 @@ func.func @left_alone(%x: memref<1x2x4x5x5xf64>, %w: memref<2x4x4x3x3xf64>, %o: 
     ins(%x, %w : memref<1x2x4x5x5xf64>, memref<2x4x4x3x3xf64>) outs(%o : memref<1x2x4x3x3xf64>)
   return
 }
+
+// A 7x7 window (resnet's stem: 3 input channels, stride 2): inside the
+// channel loop the window's rows are a loop carrying the accumulators, and
+// only a row's 7 taps are unrolled.
+// CHECK-LABEL: func.func @large_window
+// CHECK: scf.for %[[C:[^ ]*]] = {{.*}} iter_args(
+// CHECK: scf.for %[[P:[^ ]*]] = %c0{{.*}} to %c7{{.*}} step %c1{{.*}} iter_args(
+// CHECK: memref.load %arg1[{{.*}}, %[[C]], %[[P]], %c6{{.*}}] : memref<1x8x3x7x7xf32>
+// CHECK: scf.yield
+// CHECK: scf.yield
+func.func @large_window(%x: memref<1x1x3x38x38xf32>, %w: memref<1x8x3x7x7xf32>, %o: memref<1x1x8x16x16xf32>) {
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>}
+    ins(%x, %w : memref<1x1x3x38x38xf32>, memref<1x8x3x7x7xf32>) outs(%o : memref<1x1x8x16x16xf32>)
+  return
+}
