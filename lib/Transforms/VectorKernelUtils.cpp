@@ -82,11 +82,19 @@ Value VectorKernelBuilder::mask(VectorType t, Value count) {
 Value VectorKernelBuilder::loadStrided(Value x, ValueRange at, int64_t lanes,
                                        int64_t stride, Value left) {
   auto wideType = VectorType::get({lanes * stride}, b.getF32Type());
+  return loadStridedMasked(x, at, lanes, stride,
+                           left ? mask(wideType, left) : Value());
+}
+
+Value VectorKernelBuilder::loadStridedMasked(Value x, ValueRange at,
+                                             int64_t lanes, int64_t stride,
+                                             Value wideMask) {
+  auto wideType = VectorType::get({lanes * stride}, b.getF32Type());
   Value wide =
-      left ? vector::MaskedLoadOp::create(b, loc, wideType, x, at,
-                                          mask(wideType, left), zeros(wideType))
-                 .getResult()
-           : vector::LoadOp::create(b, loc, wideType, x, at).getResult();
+      wideMask ? vector::MaskedLoadOp::create(b, loc, wideType, x, at, wideMask,
+                                              zeros(wideType))
+                     .getResult()
+               : vector::LoadOp::create(b, loc, wideType, x, at).getResult();
   if (stride == 1)
     return wide;
   SmallVector<int64_t> every;

@@ -275,14 +275,7 @@ private:
                 DenseElementsAttr::get(
                     VectorType::get({lanes * sw}, b.getI1Type()), true))));
     SmallVector<Value, 4> at{n, c, ih, idx(iw)};
-    Value wide = vector::MaskedLoadOp::create(b, loc, wideType, x, at, inside,
-                                              zeros(wideType));
-    if (sw == 1)
-      return wide;
-    SmallVector<int64_t> every;
-    for (int64_t l = 0; l < lanes; ++l)
-      every.push_back(l * sw);
-    return vector::ShuffleOp::create(b, loc, wide, wide, every);
+    return loadStridedMasked(x, at, lanes, sw, inside);
   }
 
   /// `count` output vectors from ow0 of row (n, c, oh); `valid` (the
@@ -574,9 +567,7 @@ bool sourceSurvives(const PaddedInput &p, Operation *copy) {
       if (Operation *top = block->findAncestorOpInBlock(*conv);
           top && last->isBeforeInBlock(top))
         last = top;
-  Value root = p.source;
-  while (auto view = root.getDefiningOp<ViewLikeOpInterface>())
-    root = view.getViewSource();
+  Value root = mcc::rootBuffer(p.source);
   SmallVector<Value> aliases = {root};
   for (size_t i = 0; i < aliases.size(); ++i)
     for (Operation *user : aliases[i].getUsers()) {
@@ -599,9 +590,7 @@ bool sourceSurvives(const PaddedInput &p, Operation *copy) {
 /// the copy and their profile marks go, and the source's own dealloc (after
 /// the copy, its last reader until now) moves to where the buffer's was.
 void erasePaddedInput(PaddedInput &p) {
-  Value root = p.source;
-  while (auto view = root.getDefiningOp<ViewLikeOpInterface>())
-    root = view.getViewSource();
+  Value root = mcc::rootBuffer(p.source);
   for (Operation *user : root.getUsers())
     if (auto dealloc = dyn_cast<memref::DeallocOp>(user);
         dealloc && dealloc->getBlock() == p.dealloc->getBlock() &&

@@ -67,6 +67,11 @@ protected:
   /// set) and, for stride > 1, a shuffle that keeps every stride-th.
   mlir::Value loadStrided(mlir::Value x, mlir::ValueRange at, int64_t lanes,
                           int64_t stride, mlir::Value left);
+  /// The same with the wide load's lanes masked by `wideMask` (null: no
+  /// mask); masked-off lanes read as zero.
+  mlir::Value loadStridedMasked(mlir::Value x, mlir::ValueRange at,
+                                int64_t lanes, int64_t stride,
+                                mlir::Value wideMask);
 
   mlir::OpBuilder &b;
   mlir::Location loc;
