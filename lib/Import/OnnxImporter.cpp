@@ -800,6 +800,48 @@ GraphLowering::lowerSubgraph(const onnx::GraphProto &g, int64_t opset,
   return outs;
 }
 
+/// Inputs that the op's schema binds to one type parameter (MatMul's A and
+/// B are both T) must have one element type: ONNX Runtime refuses such a
+/// model at load, and a lowering would otherwise mix f32 with f64.
+static LogicalResult checkTypeConstraints(NodeLowering &nl,
+                                          const onnx::NodeProto &node,
+                                          const std::string &nodeName,
+                                          int64_t opset, Location loc) {
+  const auto *schema = onnx::OpSchemaRegistry::Schema(node.op_type(), opset);
+  if (!schema || schema->inputs().empty())
+    return success();
+  const auto &formals = schema->inputs();
+  std::map<std::string, std::pair<size_t, int32_t>> bound;
+  for (size_t i = 0; i < nl.numInputs(); ++i) {
+    if (node.input(i).empty())
+      continue;
+    const auto &formal = formals[std::min(i, formals.size() - 1)];
+    // A variadic formal (Concat's inputs) binds all of its actuals.
+    if (i >= formals.size() &&
+        formal.GetOption() != onnx::OpSchema::FormalParameterOption::Variadic)
+      break;
+    bool isParameter = false;
+    for (const auto &c : schema->typeConstraintParams())
+      isParameter |= c.type_param_str == formal.GetTypeStr();
+    if (!isParameter || (i >= formals.size() && !formal.GetIsHomogeneous()))
+      continue;
+    int32_t dtype = nl.dtype(i);
+    auto [it, fresh] =
+        bound.try_emplace(formal.GetTypeStr(), std::make_pair(i, dtype));
+    if (!fresh && it->second.second != dtype) {
+      emitError(loc) << "node '" << nodeName << "' (" << node.op_type()
+                     << ", opset " << opset << "): input '"
+                     << node.input(it->second.first) << "' is "
+                     << dtypeName(it->second.second) << " and input '"
+                     << node.input(i) << "' is " << dtypeName(dtype)
+                     << ", but both must have the same type ('"
+                     << formal.GetTypeStr() << "')";
+      return failure();
+    }
+  }
+  return success();
+}
+
 LogicalResult GraphLowering::lowerNode(const onnx::NodeProto &node,
                                        int64_t opset) {
   std::string nodeName = node.name().empty()
@@ -858,6 +900,8 @@ LogicalResult GraphLowering::lowerNode(const onnx::NodeProto &node,
         }
   }
   NodeLowering nl(*this, node, opset, loc);
+  if (failed(checkTypeConstraints(nl, node, nodeName, opset, loc)))
+    return failure();
   if (failed(prepareSymbolicInputs(nl)))
     return failure();
   if (nl.folded())
