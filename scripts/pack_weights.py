@@ -104,6 +104,13 @@ def main():
             data = derived[r["derived_offset"]: r["derived_offset"] + r["size"]]
         if len(data) != r["size"]:
             sys.exit(f"record at {r['offset']}: {len(data)} bytes, the plan says {r['size']}")
+        if "panels" in r:
+            # K x N f32 as [N / nr][K][nr] column panels (mcc's CPU products
+            # read weights that way).
+            k, n = r["shape"]
+            nr = r["panels"]
+            a = np.frombuffer(data, dtype=np.float32).reshape(k, n // nr, nr)
+            data = np.ascontiguousarray(a.transpose(1, 0, 2)).tobytes()
         blob[r["offset"]: r["offset"] + r["size"]] = data
     got = checksum(blob)
     if got != plan["checksum"]:

@@ -80,8 +80,37 @@ uint64_t WeightBlob::append(const Literal &lit) {
   uint64_t offset = (size_ + 63) / 64 * 64;
   records_.push_back(lit);
   offsets_.push_back(offset);
+  panels_.push_back(0);
   size_ = offset + lit.byteSize();
   return offset;
+}
+
+void WeightBlob::setPanels(size_t i, int64_t nr) {
+  assert(records_[i].shape().size() == 2 && records_[i].shape()[1] % nr == 0 &&
+         records_[i].byteSize() == 4 * records_[i].size() &&
+         "panels need a K x N 4-byte weight with whole panels");
+  panels_[i] = nr;
+}
+
+void WeightBlob::copyRecord(size_t i, uint64_t lo, uint64_t hi,
+                            uint8_t *dst) const {
+  const uint8_t *data = records_[i].data();
+  int64_t nr = panels_[i];
+  if (!nr) {
+    std::memcpy(dst, data + lo, hi - lo);
+    return;
+  }
+  // Blob chunk c (nr floats) is row r = c % K of panel p = c / K: the
+  // source row's columns [p * nr, p * nr + nr).
+  int64_t k = records_[i].shape()[0], n = records_[i].shape()[1];
+  uint64_t chunk = 4 * nr;
+  for (uint64_t at = lo; at < hi;) {
+    uint64_t c = at / chunk, within = at % chunk;
+    uint64_t count = std::min(chunk - within, hi - at);
+    uint64_t p = c / k, r = c % k;
+    std::memcpy(dst + (at - lo), data + 4 * (r * n + p * nr) + within, count);
+    at += count;
+  }
 }
 
 void WeightBlob::read(uint64_t offset, uint64_t n, uint8_t *dst) const {
@@ -94,19 +123,29 @@ void WeightBlob::read(uint64_t offset, uint64_t n, uint8_t *dst) const {
     uint64_t lo = std::max(offset, offsets_[i]);
     uint64_t hi = std::min(end, offsets_[i] + records_[i].byteSize());
     if (lo < hi)
-      std::memcpy(dst + (lo - offset), records_[i].data() + (lo - offsets_[i]),
-                  hi - lo);
+      copyRecord(i, lo - offsets_[i], hi - offsets_[i], dst + (lo - offset));
   }
 }
 
 void WeightBlob::write(llvm::raw_ostream &os) const {
   static const char zeros[64] = {};
   uint64_t at = 0;
+  std::vector<uint8_t> panel;
   for (size_t i = 0; i < records_.size(); ++i) {
     os.write(zeros, offsets_[i] - at);
-    os.write(reinterpret_cast<const char *>(records_[i].data()),
-             records_[i].byteSize());
-    at = offsets_[i] + records_[i].byteSize();
+    uint64_t bytes = records_[i].byteSize();
+    if (!panels_[i]) {
+      os.write(reinterpret_cast<const char *>(records_[i].data()), bytes);
+    } else {
+      // A panel at a time: K x nr floats.
+      uint64_t step = 4 * panels_[i] * records_[i].shape()[0];
+      panel.resize(step);
+      for (uint64_t lo = 0; lo < bytes; lo += step) {
+        copyRecord(i, lo, lo + step, panel.data());
+        os.write(reinterpret_cast<const char *>(panel.data()), step);
+      }
+    }
+    at = offsets_[i] + bytes;
   }
 }
 

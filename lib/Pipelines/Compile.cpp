@@ -3,6 +3,7 @@
 #include "mcc/Pipelines/Pipelines.h"
 #include "mcc/Target/CPU/SharedLibraryWriter.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -29,6 +30,32 @@ static LogicalResult dump(ModuleOp module, StringRef dir, int index,
     return failure();
   }
   module.print(os, OpPrintingFlags().elideLargeElementsAttrs(64));
+  return success();
+}
+
+/// Lays out the weight records that mcc-register-tile-matmul reads as
+/// panels (`marks` = [weight index, nr, ...]) as [N / nr][K][nr]: the
+/// product kernels read each panel's K rows contiguously instead of copying
+/// them on every run. The blob applies the layout as it is written; the
+/// external-weights plan names the initializer and the panel width.
+static LogicalResult packWeightPanels(ImportedModel &model,
+                                      ArrayRef<int64_t> marks, Location loc) {
+  for (size_t i = 0; i + 1 < marks.size(); i += 2) {
+    int64_t w = marks[i], nr = marks[i + 1];
+    if (w < 0 || static_cast<size_t>(w) >= model.weights.size() || nr <= 0)
+      return emitError(loc) << "internal error: mcc.packed_weights names "
+                               "weight "
+                            << w << " of " << model.weights.size();
+    WeightRecord &record = model.weights[w];
+    const Literal &raw = model.weightBlob.record(w);
+    if (raw.dtype() != 1 || raw.shape().size() != 2 ||
+        raw.shape() != record.shape || raw.shape()[1] % nr != 0)
+      return emitError(loc) << "internal error: weight '" << record.name
+                            << "' (" << formatShape(raw.shape())
+                            << ") cannot be laid out in panels of " << nr;
+    model.weightBlob.setPanels(w, nr);
+    record.panels = nr;
+  }
   return success();
 }
 
@@ -121,6 +148,7 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
   for (const SymbolInfo &s : model->symbols)
     dynamicNames += (dynamicNames.empty() ? "" : ", ") + s.name;
   int index = 0;
+  SmallVector<int64_t> packedWeights;
   if (!options.dumpIrDir.empty() &&
       failed(dump(module, options.dumpIrDir, index, "import")))
     return failure();
@@ -141,12 +169,19 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
       return failure();
     }
     markStep(options.timer, "stage " + stage.name);
+    if (auto forward = module.lookupSymbol<func::FuncOp>("forward"))
+      if (auto marks =
+              forward->getAttrOfType<DenseI64ArrayAttr>("mcc.packed_weights"))
+        packedWeights.assign(marks.asArrayRef().begin(),
+                             marks.asArrayRef().end());
     if (!options.dumpIrDir.empty()) {
       if (failed(dump(module, options.dumpIrDir, index, stage.name)))
         return failure();
       markStep(options.timer, "IR dump");
     }
   }
+  if (failed(packWeightPanels(*model, packedWeights, module.getLoc())))
+    return failure();
   CpuTargetOptions target;
   target.cpu = options.cpu;
   target.cuda = cuda;

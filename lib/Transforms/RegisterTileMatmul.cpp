@@ -13,6 +13,13 @@
 // Leftover rows run in smaller blocks (4, 2, 1 rows); leftover columns use
 // masked loads and stores.
 //
+// A weight (an argument of the model function past its inputs) that is only
+// ever B of such products, in whole register blocks of columns, is not
+// copied at all: the pass marks it `mcc.packed_weights` and reads it as
+// [N / nr][K][nr] panels, the layout the compiler writes its record in
+// (docs/design/0018). The copy was a tenth to a third of a product's time,
+// repeated on every run for data that never changes.
+//
 //===----------------------------------------------------------------------===//
 
 #include "mcc/Transforms/ContractionUtils.h"
@@ -20,9 +27,12 @@
 #include "mcc/Transforms/VectorKernelUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -365,6 +375,17 @@ private:
                                         mask(cols, j), zero);
   }
 
+  /// Vector j of B's row k from the pre-packed weight, at (panel, column).
+  Value loadPrepacked(Value k, std::pair<Value, Value> at, Value cols,
+                      int64_t j) {
+    SmallVector<Value, 3> where{
+        at.first, arith::AddIOp::create(b, loc, kOffset, k), at.second};
+    if (!cols)
+      return vector::LoadOp::create(b, loc, vecType, prepacked, where);
+    return vector::MaskedLoadOp::create(b, loc, vecType, prepacked, where,
+                                        mask(cols, j), zeros(vecType));
+  }
+
   void store(Value v, Value row, Value col, Value cols, int64_t j) {
     Value colJ = arith::AddIOp::create(b, loc, col, idx(j * shape.lanes));
     if (!cols)
@@ -407,17 +428,48 @@ private:
           });
       acc.assign(choose.getResults().begin(), choose.getResults().end());
     }
+    // Pre-packed B: vector j's panel and column in it, fixed along K.
+    SmallVector<std::pair<Value, Value>> packedAt;
+    if (prepacked) {
+      int64_t nr = cast<MemRefType>(prepacked.getType()).getShape().back();
+      for (int64_t j = 0; j < shape.vectors; ++j) {
+        Value col = arith::AddIOp::create(
+            b, loc, nOffset,
+            arith::AddIOp::create(b, loc, n0, idx(j * shape.lanes)));
+        packedAt.push_back({arith::DivUIOp::create(b, loc, col, idx(nr)),
+                            arith::RemUIOp::create(b, loc, col, idx(nr))});
+      }
+    }
     auto loop = scf::ForOp::create(
         b, loc, k0, kEnd, idx(1), acc,
         [&](OpBuilder &, Location, Value k, ValueRange in) {
           SmallVector<Value> bv, out;
           Value row = arith::SubIOp::create(b, loc, k, k0);
+          // A pre-packed panel streams from memory on the first row block;
+          // fetch its rows ahead of the loads (without, 12-17% of a
+          // product's samples sat on the first B load).
+          if (prepacked) {
+            auto packedType = cast<MemRefType>(prepacked.getType());
+            Value ahead = arith::MinSIOp::create(
+                b, loc,
+                arith::AddIOp::create(
+                    b, loc, arith::AddIOp::create(b, loc, kOffset, k),
+                    idx(kPackedPrefetchRows)),
+                idx(packedType.getDimSize(1) - 1));
+            for (int64_t j = 0; j < packedType.getDimSize(2);
+                 j += kFloatsPerLine)
+              memref::PrefetchOp::create(
+                  b, loc, prepacked,
+                  ValueRange{packedAt[0].first, ahead, idx(j)},
+                  /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
+          }
           for (int64_t j = 0; j < shape.vectors; ++j)
             bv.push_back(
-                direct ? load(bm, k, n0, cols, j)
-                       : vector::LoadOp::create(
-                             b, loc, vecType, pack,
-                             ValueRange{panel, row, idx(j * shape.lanes)}));
+                prepacked ? loadPrepacked(k, packedAt[j], cols, j)
+                : direct  ? load(bm, k, n0, cols, j)
+                          : vector::LoadOp::create(
+                                b, loc, vecType, pack,
+                                ValueRange{panel, row, idx(j * shape.lanes)}));
           for (int64_t i = 0; i < rows; ++i) {
             // A broadcast over the batch (a 2-D A) takes no batch index.
             SmallVector<Value> aIdx =
@@ -649,6 +701,9 @@ public:
   /// The value a fill just before the product wrote to all of C: the
   /// accumulators start from it and C is not read (K must not be empty).
   Value initValue;
+  /// B's whole weight as [N / nr][K][nr] panels, and where B starts in it
+  /// (row, column; the column a multiple of nr): B is read from there.
+  Value prepacked, kOffset, nOffset;
   /// count x K floats for dotTailColumns' columns; null: no dot tail.
   Value dotPack;
   /// Applied to C in the last K block (2-D products only).
@@ -657,6 +712,10 @@ public:
 private:
   /// Rows of B fetched ahead of the packing copy, and 64-byte cache lines.
   static constexpr int64_t kPrefetchRows = 16, kFloatsPerLine = 16;
+  /// Rows of a pre-packed panel fetched ahead of the kernel's loads: a chain
+  /// of 32 products of 128 x 768 x 768 ran in 35.6 ms without, 33.4 with
+  /// 64, 33.7 with 128, 34.9 with 256.
+  static constexpr int64_t kPackedPrefetchRows = 64;
 
   Value a, bm, c, pack, lastK;
   /// Whether the current K block is the last one (with an epilogue).
@@ -774,6 +833,79 @@ Value columnVector(OpBuilder &b, Location loc, Value bm) {
       ArrayRef<OpFoldResult>{size}, ArrayRef<OpFoldResult>{b.getIndexAttr(1)});
 }
 
+/// Whether the pass rewrites `op` (the others lower to plain loops).
+bool rewritable(linalg::LinalgOp op) {
+  if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
+      !op.hasPureBufferSemantics())
+    return false;
+  // Only the default (non-transposing, non-broadcasting) maps.
+  if (auto mm = dyn_cast<linalg::MatmulOp>(op.getOperation()))
+    if (mm.hasUserDefinedMaps())
+      return false;
+  if (auto bmm = dyn_cast<linalg::BatchMatmulOp>(op.getOperation()))
+    if (bmm.hasUserDefinedMaps() && !mcc::isBatchMatmulWithSharedA(bmm))
+      return false;
+  Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1],
+        c = op.getDpsInits()[0];
+  return isa<MemRefType>(a.getType()) &&
+         cast<MemRefType>(a.getType()).getElementType().isF32() &&
+         hasUnitInnerStride(bm) && hasUnitInnerStride(c);
+}
+
+/// Whether `offset` is a known multiple of `m`: a constant, or an
+/// scf.forall induction variable whose lower bound and step are.
+bool knownMultiple(OpFoldResult offset, int64_t m) {
+  if (std::optional<int64_t> c = getConstantIntValue(offset))
+    return *c % m == 0;
+  auto arg = dyn_cast<BlockArgument>(cast<Value>(offset));
+  if (!arg)
+    return false;
+  auto forall = dyn_cast<scf::ForallOp>(arg.getOwner()->getParentOp());
+  if (!forall || arg.getArgNumber() >= forall.getRank())
+    return false;
+  std::optional<int64_t> lb =
+      getConstantIntValue(forall.getMixedLowerBound()[arg.getArgNumber()]);
+  std::optional<int64_t> step =
+      getConstantIntValue(forall.getMixedStep()[arg.getArgNumber()]);
+  return lb && step && *lb % m == 0 && *step % m == 0;
+}
+
+/// Whether `use` is B of a 2-D product this pass rewrites with the
+/// register-blocked kernel.
+bool isKernelB(OpOperand &use) {
+  auto mm = dyn_cast<linalg::MatmulOp>(use.getOwner());
+  return mm && use.getOperandNumber() == 1 &&
+         rewritable(cast<linalg::LinalgOp>(mm.getOperation()));
+}
+
+/// Whether weight `w` (a static K x N f32 argument) is only ever B of the
+/// kernel's products, whole or through unit-stride subviews whose columns
+/// start at a multiple of `nr` and span whole panels of nr: then no read of
+/// it needs the [K][N] layout. A product with one row of A reads it too.
+bool onlyKernelB(BlockArgument w, int64_t nr) {
+  auto type = dyn_cast<MemRefType>(w.getType());
+  if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
+      !type.getElementType().isF32() || !type.getLayout().isIdentity() ||
+      type.getDimSize(1) % nr != 0 || w.use_empty())
+    return false;
+  for (OpOperand &use : w.getUses()) {
+    if (auto sub = dyn_cast<memref::SubViewOp>(use.getOwner())) {
+      ArrayRef<int64_t> sizes = sub.getStaticSizes();
+      if (sub.getType().getRank() != 2 || !sub.hasUnitStride() ||
+          ShapedType::isDynamic(sizes[1]) || sizes[1] % nr != 0 ||
+          !knownMultiple(sub.getMixedOffsets()[1], nr))
+        return false;
+      for (OpOperand &inner : sub->getUses())
+        if (!isKernelB(inner))
+          return false;
+      continue;
+    }
+    if (!isKernelB(use))
+      return false;
+  }
+  return true;
+}
+
 struct RegisterTileMatmulPass
     : mcc::impl::RegisterTileMatmulBase<RegisterTileMatmulPass> {
   using RegisterTileMatmulBase::RegisterTileMatmulBase;
@@ -781,24 +913,11 @@ struct RegisterTileMatmulPass
   void runOnOperation() override {
     SmallVector<linalg::LinalgOp> ops;
     getOperation().walk([&](linalg::LinalgOp op) {
-      if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
-          !op.hasPureBufferSemantics())
-        return;
-      // Only the default (non-transposing, non-broadcasting) maps.
-      if (auto mm = dyn_cast<linalg::MatmulOp>(op.getOperation()))
-        if (mm.hasUserDefinedMaps())
-          return;
-      if (auto bmm = dyn_cast<linalg::BatchMatmulOp>(op.getOperation()))
-        if (bmm.hasUserDefinedMaps() && !mcc::isBatchMatmulWithSharedA(bmm))
-          return;
-      Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1],
-            c = op.getDpsInits()[0];
-      if (isa<MemRefType>(a.getType()) &&
-          cast<MemRefType>(a.getType()).getElementType().isF32() &&
-          hasUnitInnerStride(bm) && hasUnitInnerStride(c))
+      if (rewritable(op))
         ops.push_back(op);
     });
     KernelShape shape{rows, vectors, lanes, kBlock, panels};
+    llvm::DenseMap<Value, Value> packedWeights = packWeights(shape);
     for (linalg::LinalgOp op : ops) {
       OpBuilder b(op);
       Location loc = op.getLoc();
@@ -867,7 +986,24 @@ struct RegisterTileMatmulPass
         emitter.initValue = init;
         emitter.emit();
       } else if (isa<linalg::MatmulOp>(op)) {
+        // B from a pre-packed weight: the weight itself or a subview of it.
+        Value weight = bm;
+        SmallVector<OpFoldResult> offsets(2, b.getIndexAttr(0));
+        if (auto sub = bm.getDefiningOp<memref::SubViewOp>()) {
+          weight = sub.getSource();
+          offsets = sub.getMixedOffsets();
+        }
+        Value prepacked = packedWeights.lookup(weight);
+        if (prepacked && pack) {
+          pack.getDefiningOp()->erase();
+          pack = Value();
+        }
         MatmulEmitter emitter(b, loc, a, bm, c, ValueRange{}, pack, opShape);
+        if (prepacked) {
+          emitter.prepacked = prepacked;
+          emitter.kOffset = getValueOrCreateConstantIndexOp(b, loc, offsets[0]);
+          emitter.nOffset = getValueOrCreateConstantIndexOp(b, loc, offsets[1]);
+        }
         emitter.initValue = init;
         emitter.dotPack = dotPack;
         emitter.epilogue = epilogue;
@@ -893,6 +1029,39 @@ struct RegisterTileMatmulPass
       if (init)
         fill->erase();
     }
+  }
+
+  /// The weights every read of which the kernel makes (onlyKernelB), each
+  /// viewed as [N / nr][K][nr] panels at the top of the function; marks the
+  /// function `mcc.packed_weights` = [weight index, nr, ...] (the index
+  /// counts from the first argument past `mcc.num_inputs`), which tells the
+  /// compiler to write those records in that layout. Subviews of them are
+  /// unit-stride, so the rewritten products never read the arguments'
+  /// layout; their subviews die with them.
+  llvm::DenseMap<Value, Value> packWeights(const KernelShape &shape) {
+    llvm::DenseMap<Value, Value> packed;
+    func::FuncOp fn = getOperation();
+    auto numInputs = fn->getAttrOfType<IntegerAttr>("mcc.num_inputs");
+    if (!prepackWeights || !numInputs || fn.isExternal())
+      return packed;
+    int64_t nr = shape.vectors * shape.lanes;
+    SmallVector<int64_t> marks;
+    OpBuilder b = OpBuilder::atBlockBegin(&fn.getBody().front());
+    for (BlockArgument arg : fn.getArguments()) {
+      if (arg.getArgNumber() < numInputs.getInt() || !onlyKernelB(arg, nr))
+        continue;
+      auto type = cast<MemRefType>(arg.getType());
+      int64_t k = type.getDimSize(0), n = type.getDimSize(1);
+      auto panels = memref::ReinterpretCastOp::create(
+          b, arg.getLoc(), MemRefType::get({n / nr, k, nr}, b.getF32Type()),
+          arg, /*offset=*/0, /*sizes=*/ArrayRef<int64_t>{n / nr, k, nr},
+          /*strides=*/ArrayRef<int64_t>{k * nr, nr, 1});
+      packed[arg] = panels;
+      marks.append({arg.getArgNumber() - numInputs.getInt(), nr});
+    }
+    if (!marks.empty())
+      fn->setAttr("mcc.packed_weights", b.getDenseI64ArrayAttr(marks));
+    return packed;
   }
 };
 

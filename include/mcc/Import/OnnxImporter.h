@@ -80,6 +80,10 @@ struct WeightRecord {
   /// The ONNX initializer whose bytes these are, unchanged (empty when the
   /// weight was computed while compiling: a transpose, a folded constant).
   std::string source;
+  /// Non-zero: the record holds this 2-D f32 weight as [N / panels][K]
+  /// [panels], column panels with their K rows contiguous (what the CPU
+  /// product kernels read in place); `source` names the bytes before.
+  int64_t panels = 0;
 };
 
 /// The weights of a model as one blob of 64-byte aligned records, without
@@ -96,12 +100,24 @@ public:
   void read(uint64_t offset, uint64_t n, uint8_t *dst) const;
   /// Streams the whole blob.
   void write(llvm::raw_ostream &os) const;
-  /// Bytes of record `i` (in append order).
+  /// Bytes of record `i` (in append order), as the literal holds them
+  /// (before any panel layout).
   const uint8_t *recordData(size_t i) const { return records_[i].data(); }
+  /// Record `i`'s literal.
+  const Literal &record(size_t i) const { return records_[i]; }
+  /// Writes record `i` (a K x N 4-byte weight, N a multiple of `nr`) as
+  /// [N / nr][K][nr] column panels. The layout is applied as the blob is
+  /// read or written: no second copy of the weight is held.
+  void setPanels(size_t i, int64_t nr);
 
 private:
+  /// Copies bytes [lo, hi) of record `i` as the blob holds them.
+  void copyRecord(size_t i, uint64_t lo, uint64_t hi, uint8_t *dst) const;
+
   std::vector<Literal> records_;
   std::vector<uint64_t> offsets_;
+  /// Per record: the panel width of setPanels, or 0.
+  std::vector<int64_t> panels_;
   uint64_t size_ = 0;
 };
 

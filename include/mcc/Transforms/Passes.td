@@ -286,7 +286,12 @@ def RegisterTileMatmul
     product that reads C at the same indices (its other inputs read at C's
     index, per row or per column) is applied to the accumulators in the
     last K block and erased: its results are stored there, and C only if
-    something else reads it. Defaults fit AVX-512 (32 registers of 16
+    something else reads it. A weight argument (past `mcc.num_inputs`) read
+    only as such products' B, in whole panels of `vectors` * `lanes`
+    columns, is read in place as [N / nr][K][nr] panels instead of being
+    copied, and the function is marked `mcc.packed_weights` = [weight
+    index, nr, ...]: whoever writes the weights must write those records in
+    that layout. Defaults fit AVX-512 (32 registers of 16
     floats); AVX2 uses rows=6 lanes=8.
   }];
   let options = [
@@ -301,6 +306,10 @@ def RegisterTileMatmul
            "Steps of K per pass over a block of C">,
     Option<"panels", "panels", "int64_t", "8",
            "Register-block columns of B packed together, row by row">,
+    Option<"prepackWeights", "prepack-weights", "bool", "true",
+           "Read weights that are only ever B of the kernel's products as "
+           "[N / nr][K][nr] panels, and mark the function "
+           "mcc.packed_weights so their records are written that way">,
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
                            "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];

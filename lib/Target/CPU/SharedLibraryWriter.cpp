@@ -846,6 +846,10 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
         const WeightRecord &w = model.weights[i];
         plan << (i ? "," : "") << "\n    {\"offset\": " << w.offset
              << ", \"size\": " << w.size << ", ";
+        // Bytes from the source below, laid out as column panels.
+        if (w.panels)
+          plan << "\"panels\": " << w.panels << ", \"shape\": ["
+               << w.shape[0] << ", " << w.shape[1] << "], ";
         if (!w.source.empty()) {
           plan << "\"initializer\": \"";
           plan.write_escaped(w.source);
