@@ -452,9 +452,9 @@ private:
             auto packedType = cast<MemRefType>(prepacked.getType());
             Value ahead = arith::MinSIOp::create(
                 b, loc,
-                arith::AddIOp::create(
-                    b, loc, arith::AddIOp::create(b, loc, kOffset, k),
-                    idx(kPackedPrefetchRows)),
+                arith::AddIOp::create(b, loc,
+                                      arith::AddIOp::create(b, loc, kOffset, k),
+                                      idx(kPackedPrefetchRows)),
                 idx(packedType.getDimSize(1) - 1));
             for (int64_t j = 0; j < packedType.getDimSize(2);
                  j += kFloatsPerLine)
