@@ -236,14 +236,8 @@ LogicalResult lowerGemm(NodeLowering &n) {
   return success();
 }
 
-struct WindowGeometry {
-  std::vector<int64_t> kernel, strides, dilations, padLo, padHi, out;
-  /// The trailing pads the model asked for (explicit or auto_pad), before
-  /// ceil mode extends padHi to fit the last window.
-  std::vector<int64_t> declaredHi;
-};
+} // namespace
 
-/// Output sizes and pads of a conv/pool window over `spatial` dims.
 LogicalResult windowGeometry(NodeLowering &n, const Shape &spatial,
                              const std::vector<int64_t> &kernel, bool ceilMode,
                              WindowGeometry &g) {
@@ -316,6 +310,8 @@ Value padSpatial(OpBuilder &b, Location loc, Value input,
   return tensor::PadOp::create(b, loc, tensorTypeOf(out, et), input, lo, hi,
                                pv);
 }
+
+namespace {
 
 DenseIntElementsAttr i64Vector(OpBuilder &b, ArrayRef<int64_t> v) {
   return DenseIntElementsAttr::get(
@@ -461,7 +457,9 @@ namespace {
 LogicalResult lowerConv(NodeLowering &n) {
   if (!isFloatDType(n.dtype(0)))
     return n.fail("only floating-point convolutions are supported");
-  auto conv = emitOnnxConv(n, n.value(0), n.value(1));
+  FailureOr<Value> conv = emitWinogradConv(n);
+  if (succeeded(conv) && !*conv)
+    conv = emitOnnxConv(n, n.value(0), n.value(1));
   if (failed(conv))
     return failure();
   Value r = *conv;

@@ -174,6 +174,7 @@ public:
     values[name] = std::move(v);
   }
   OpBuilder &getBuilder() { return builder; }
+  const ImportOptions &importOptions() const { return options; }
   MLIRContext &context() { return ctx; }
   Location fileLoc() { return FileLineColLoc::get(&ctx, displayName, 0, 0); }
 
@@ -1358,6 +1359,10 @@ NodeLowering::NodeLowering(GraphLowering &graph, const onnx::NodeProto &node,
     : graph_(graph), node_(node), opset_(opset), loc_(loc) {}
 
 OpBuilder &NodeLowering::builder() { return graph_.getBuilder(); }
+
+const ImportOptions &NodeLowering::importOptions() const {
+  return graph_.importOptions();
+}
 
 const GraphValue &NodeLowering::input(size_t i) const {
   auto o = overrides_.find(i);

@@ -62,7 +62,7 @@ const StageText kCpuStages[] = {
      "func.func(mcc-expand-bf16),"
      "func.func(mcc-strided-copy-to-linalg),func.func(mcc-register-tile-"
      "matmul),func.func(mcc-vectorize-depthwise-conv),"
-     "func.func(mcc-vectorize-grouped-conv),"
+     "func.func(mcc-vectorize-grouped-conv),func.func(mcc-vectorize-winograd),"
      "func.func(mcc-approximate-math),func.func(mcc-reduction-loops),"
      "convert-linalg-to-loops,"
      "scf-forall-"
@@ -156,6 +156,11 @@ std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &options) {
         text.insert(at + grouped.size(), options.cpuVectorBits == 256
                                              ? "{rows=6 lanes=8}"
                                              : "{rows=4 lanes=4}");
+      std::string winograd = "mcc-vectorize-winograd";
+      at = text.find(winograd);
+      if (at != std::string::npos)
+        text.insert(at + winograd.size(),
+                    options.cpuVectorBits == 256 ? "{lanes=8}" : "{lanes=4}");
       std::string depthwise = "mcc-vectorize-depthwise-conv";
       at = text.find(depthwise);
       if (at != std::string::npos)

@@ -111,7 +111,10 @@ std::string describe(Operation *op) {
     if (a && a.getRank() >= 2 && !ShapedType::isDynamic(a.getShape().back()))
       s += " k=" + std::to_string(a.getShape().back());
   } else if (auto generic = dyn_cast<linalg::GenericOp>(core)) {
-    s = generic.getNumReductionLoops() ? "reduce" : "map";
+    auto winograd = generic->getAttrOfType<StringAttr>("mcc.winograd");
+    s = winograd ? "winograd_" + winograd.getValue().str()
+        : generic.getNumReductionLoops() ? "reduce"
+                                         : "map";
     std::set<std::string> math;
     generic.getRegion().walk([&](Operation *inner) {
       if (inner->getDialect() && inner->getDialect()->getNamespace() == "math")

@@ -16,7 +16,8 @@ mcc = sys.argv[1]
 work = tempfile.mkdtemp(prefix="mcc-edge-")
 
 
-def run(nodes, inputs, outputs, feeds, name, opset=17, inits=(), initializers=()):
+def run(nodes, inputs, outputs, feeds, name, opset=17, inits=(), initializers=(),
+        compile_args=()):
     """inits: (name, array) pairs; initializers: TensorProtos."""
     g = helper.make_graph(nodes, name, inputs, outputs,
                           [onnx.numpy_helper.from_array(v, k) for k, v in inits]
@@ -26,7 +27,7 @@ def run(nodes, inputs, outputs, feeds, name, opset=17, inits=(), initializers=()
     onnx.save(m, path)
     so, npz, out = path + ".so", path + ".in.npz", path + ".out.npz"
     np.savez(npz, **feeds)
-    subprocess.run([mcc, "compile", path, "-o", so], check=True)
+    subprocess.run([mcc, "compile", path, "-o", so, *compile_args], check=True)
     subprocess.run([mcc, "run", so, "--input", npz, "--output", out], check=True)
     return np.load(out)
 
@@ -868,12 +869,14 @@ for name, (n, g, cg, fg, hw, k, s, d, p) in {
 
 
 
-def graph_check(nodes, feeds, outputs, name, opset=22, inits=(), rtol=1e-4, atol=1e-5):
+def graph_check(nodes, feeds, outputs, name, opset=22, inits=(), rtol=1e-4, atol=1e-5,
+                compile_args=()):
     """ref_check for a graph of several nodes."""
     ins = [helper.make_tensor_value_info(k, numpy_helper.from_array(v).data_type, v.shape)
            for k, v in feeds.items()]
     outs = [helper.make_tensor_value_info(o, TensorProto.UNDEFINED, None) for o in outputs]
-    got = run(nodes, ins, outs, feeds, name, opset=opset, inits=inits)
+    got = run(nodes, ins, outs, feeds, name, opset=opset, inits=inits,
+              compile_args=compile_args)
     g = helper.make_graph(nodes, name, ins, outs,
                           [onnx.numpy_helper.from_array(v, k) for k, v in inits])
     ref = ReferenceEvaluator(helper.make_model(
@@ -1001,5 +1004,23 @@ gb = rng2.standard_normal((1, 37)).astype(np.float32)
 graph_check([helper.make_node("Gemm", ["X", "W", "B"], ["Y"], transB=1, alpha=0.5, beta=2.0)],
             {"X": rng2.standard_normal((1, 300)).astype(np.float32)}, ["Y"],
             "gemm_one_row_transb", inits=[("W", gw), ("B", gb)])
+
+# 3x3 stride-1 convolutions run as Winograd F(2x2, 3x3) on the CPU (design
+# 0019): an odd output size (a last row and column of tiles cut off) over a
+# batch of two, asymmetric padding, and rows of more than one vector of
+# tiles (19 = 16 + 3 masked; on AVX2, 8 tiles a vector); bias and ReLU
+# after each.
+for name, (n, cin, cout, h, w, pads, args) in {
+        "winograd_odd_batch2": (2, 24, 20, 13, 11, [1, 1, 1, 1], ()),
+        "winograd_asymmetric_pads": (1, 16, 32, 12, 17, [0, 1, 1, 0], ()),
+        "winograd_long_rows": (1, 16, 16, 40, 38, [1, 1, 1, 1], ()),
+        "winograd_avx2": (1, 16, 24, 21, 40, [1, 1, 1, 1], ("--cpu", "x86-64-v3"))}.items():
+    wts = (rng2.standard_normal((cout, cin, 3, 3)) / (9 * cin) ** 0.5).astype(np.float32)
+    bias = rng2.standard_normal((cout,)).astype(np.float32)
+    graph_check([helper.make_node("Conv", ["X", "W", "B"], ["C"], kernel_shape=[3, 3],
+                                  pads=pads),
+                 helper.make_node("Relu", ["C"], ["Y"])],
+                {"X": rng2.standard_normal((n, cin, h, w)).astype(np.float32)}, ["Y"],
+                name, inits=[("W", wts), ("B", bias)], compile_args=args)
 
 print("op edge cases: ok")

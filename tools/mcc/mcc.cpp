@@ -173,6 +173,7 @@ int main(int argc, char **argv) {
   std::string input, output, target = "cpu", dumpDir, cpu;
   std::vector<std::string> shapes, constInputs;
   bool text = false;
+  bool winograd = false;
   auto *compile =
       app.add_subcommand("compile", "Compile an ONNX model to a .so");
   compile->add_option("model", input, "The .onnx file")->required();
@@ -216,6 +217,9 @@ int main(int argc, char **argv) {
   import->add_option("--const-input", constInputs,
                      "Freeze an input to a value (repeatable)");
   import->add_flag("--text", text, "The input is ONNX textual syntax");
+  import->add_flag("--winograd", winograd,
+                   "Lower 3x3 stride-1 convolutions as Winograd F(2x2, 3x3), "
+                   "as compile --target cpu does");
 
   mcc::RuntimeCommands runtime;
   mcc::addRuntimeCommands(app, runtime);
@@ -233,6 +237,7 @@ int main(int argc, char **argv) {
 
   mcc::CompileOptions options;
   options.target = target;
+  options.import.winogradConvolutions = winograd;
   options.cpu = cpu;
   options.gpuArch = gpuArch;
   options.precision = precision;

@@ -45,6 +45,7 @@ public:
   int64_t opset() const { return opset_; }
   mlir::Location loc() const { return loc_; }
   mlir::OpBuilder &builder();
+  const ImportOptions &importOptions() const;
 
   size_t numInputs() const { return node_.input_size(); }
   bool hasInput(size_t i) const {
@@ -230,6 +231,29 @@ mlir::FailureOr<mlir::Value> emitOnnxMatMul(NodeLowering &n, mlir::Value a,
 /// (1-D to 3-D), geometry from the node's attributes; zero padding; the
 /// element type of x (integers accumulate in it; float16 and bfloat16 in
 /// f32, rounded once).
+/// A conv/pool window's geometry: output sizes and the pads that give them.
+struct WindowGeometry {
+  std::vector<int64_t> kernel, strides, dilations, padLo, padHi, out;
+  /// The trailing pads the model asked for (explicit or auto_pad), before
+  /// ceil mode extends padHi to fit the last window.
+  std::vector<int64_t> declaredHi;
+};
+
+/// Output sizes and pads of a conv/pool window over `spatial` dims.
+mlir::LogicalResult windowGeometry(NodeLowering &n, const Shape &spatial,
+                                   const std::vector<int64_t> &kernel,
+                                   bool ceilMode, WindowGeometry &g);
+/// `input` [N, C, spatial...] padded by `g`'s pads with `value`.
+mlir::Value padSpatial(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::Value input, const WindowGeometry &g,
+                       double value);
+
+/// Conv node `n` as a Winograd F(2x2, 3x3) convolution when the import
+/// options ask for it and it fits (3x3, stride and dilation 1, one group,
+/// f32 weights known at compile time, static shapes, enough channels);
+/// a null value when it does not (lib/Import/WinogradConv.cpp).
+mlir::FailureOr<mlir::Value> emitWinogradConv(NodeLowering &n);
+
 mlir::FailureOr<mlir::Value> emitOnnxConv(NodeLowering &n, mlir::Value x,
                                           mlir::Value w);
 

@@ -48,6 +48,10 @@ struct ImportOptions {
   /// Literals with more elements than this become weight arguments instead
   /// of inline constants.
   int64_t inlineConstantLimit = 16;
+  /// 3x3 stride-1 convolutions as Winograd F(2x2, 3x3): 16 products of
+  /// transformed tiles instead of 36 multiply-adds per 2x2 outputs (the CPU
+  /// target sets it; docs/design/0019).
+  bool winogradConvolutions = false;
 };
 
 /// A symbolic dim of the graph inputs (docs/design/0010): `batch`,
