@@ -247,3 +247,24 @@ func.func @depthwise_epilogue(%x: tensor<1x32x30x30xf32>, %w: tensor<32x3x3xf32>
   } -> tensor<1x32x28x28xf32>
   return %g : tensor<1x32x28x28xf32>
 }
+
+// Taller products: m in 128-row tiles with n whole when that makes enough
+// tiles (each m tile packs B again); 64-row tiles when it does not or when
+// the product is narrow (49 columns).
+// CHECK-LABEL: func.func @tall_products
+// CHECK: scf.forall ({{.*}}) = (0) to (1024) step (128)
+// CHECK:   linalg.matmul {{.*}} -> tensor<128x196xf32>
+// CHECK: scf.forall ({{.*}}) = (0) to (2048) step (64)
+// CHECK:   linalg.matmul {{.*}} -> tensor<64x49xf32>
+func.func @tall_products(%w: tensor<1024x256xf32>, %x: tensor<256x196xf32>,
+                         %w2: tensor<2048x512xf32>, %x2: tensor<512x49xf32>)
+    -> (tensor<1024x196xf32>, tensor<2048x49xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1024x196xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<1024x196xf32>) -> tensor<1024x196xf32>
+  %m = linalg.matmul ins(%w, %x : tensor<1024x256xf32>, tensor<256x196xf32>) outs(%f : tensor<1024x196xf32>) -> tensor<1024x196xf32>
+  %e2 = tensor.empty() : tensor<2048x49xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<2048x49xf32>) -> tensor<2048x49xf32>
+  %m2 = linalg.matmul ins(%w2, %x2 : tensor<2048x512xf32>, tensor<512x49xf32>) outs(%f2 : tensor<2048x49xf32>) -> tensor<2048x49xf32>
+  return %m, %m2 : tensor<1024x196xf32>, tensor<2048x49xf32>
+}
