@@ -128,7 +128,6 @@ FailureOr<Value> emitWinogradConv(NodeLowering &n) {
   g.padHi[0] += 2 * TH - OH;
   g.padHi[1] += 2 * TW - OW;
   Value xp = padSpatial(b, loc, n.value(0), g, 0.0);
-  int64_t Wp = 2 * TW + 2;
 
   GraphValue filter;
   filter.dtype = kFloat;
