@@ -662,8 +662,12 @@ private:
       SmallVector<Value> acc = step(kFull, loop.getResults(), restMask);
       for (int64_t i = 0; i < n; ++i)
         for (int64_t j = 0; j < count; ++j) {
+          // reassoc: a tree of shuffles; without it LLVM sums the 16 lanes
+          // in order, a chain of 16 dependent adds per accumulator (N = 196's
+          // 4 tail columns then cost as much as a 32-column panel).
           Value sum = vector::ReductionOp::create(
-              b, loc, vector::CombiningKind::ADD, acc[i * count + j]);
+              b, loc, vector::CombiningKind::ADD, acc[i * count + j],
+              arith::FastMathFlags::reassoc);
           SmallVector<Value> where = at({rowIdx[i], idx(n0 + j)});
           Value before = memref::LoadOp::create(b, loc, c, where);
           // The first K block starts from the fill's value instead of C.
@@ -800,7 +804,8 @@ private:
     SmallVector<Value> acc = step(kFull, full.getResults(), mask);
     for (int64_t i = 0; i < n; ++i) {
       Value sum = vector::ReductionOp::create(
-          b, loc, vector::CombiningKind::ADD, acc[i]);
+          b, loc, vector::CombiningKind::ADD, acc[i],
+          arith::FastMathFlags::reassoc);
       ValueRange at{rowIdx[i], idx(0)};
       Value before =
           initValue ? initValue : memref::LoadOp::create(b, loc, c, at);

@@ -128,9 +128,9 @@ func.func @one_row_wide(%a: memref<1x64xf32>, %b: memref<64x64xf32>, %c: memref<
 // CHECK: vector.load %[[X]]
 // CHECK-COUNT-4: vector.load %arg0
 // CHECK: vector.maskedload %[[X]]
-// CHECK-COUNT-4: vector.reduction <add>
+// CHECK-COUNT-4: vector.reduction <add>, {{.*}} fastmath<reassoc>
 // CHECK: scf.for
-// CHECK: vector.reduction <add>
+// CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc>
 // A column of B that is not contiguous keeps the general kernel.
 // CHECK-LABEL: func.func @strided_column
 // CHECK-NOT: vector.reduction
@@ -212,10 +212,10 @@ func.func @narrow_rest(%a: memref<10x64xf32>, %b: memref<64x22xf32>, %c: memref<
 // CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK: vector.load %[[COL]]
 // CHECK-COUNT-8: vector.fma
-// CHECK-COUNT-8: vector.reduction <add>
+// CHECK-COUNT-8: vector.reduction <add>, {{.*}} fastmath<reassoc>
 // CHECK: scf.for {{.*}} step %c1
 // CHECK: iter_args({{.*}}) -> (vector<8xf32>)
-// CHECK: vector.reduction <add>
+// CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc>
 // CHECK: memref.store {{.*}}, %arg2
 func.func @dot_tail(%a: memref<10x64xf32>, %b: memref<64x17xf32>, %c: memref<10x17xf32>) {
   linalg.matmul ins(%a, %b : memref<10x64xf32>, memref<64x17xf32>) outs(%c : memref<10x17xf32>)
@@ -230,7 +230,7 @@ func.func @dot_tail(%a: memref<10x64xf32>, %b: memref<64x17xf32>, %c: memref<10x
 // CHECK: memref.alloca() : memref<1x64xf32>
 // CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK-COUNT-12: vector.fma
-// CHECK: vector.reduction <add>
+// CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc>
 func.func @three_vectors(%a: memref<8x64xf32>, %b: memref<64x25xf32>, %c: memref<8x25xf32>) {
   linalg.matmul ins(%a, %b : memref<8x64xf32>, memref<64x25xf32>) outs(%c : memref<8x25xf32>)
   return
@@ -293,7 +293,7 @@ func.func @epilogue(%a: memref<10x100xf32>, %b: memref<100x37xf32>, %bias: memre
 // CHECK: vector.store {{.*}}, %arg2
 // CHECK: vector.load %arg3
 // CHECK: vector.store {{.*}}, %arg4
-// CHECK: vector.reduction <add>
+// CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc>
 // CHECK: scf.if
 // CHECK: memref.store {{.*}}, %arg2
 // CHECK: memref.load %arg3
