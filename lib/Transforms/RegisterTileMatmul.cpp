@@ -803,9 +803,9 @@ private:
         vector::CreateMaskOp::create(b, loc, maskType, ValueRange{kRest});
     SmallVector<Value> acc = step(kFull, full.getResults(), mask);
     for (int64_t i = 0; i < n; ++i) {
-      Value sum = vector::ReductionOp::create(
-          b, loc, vector::CombiningKind::ADD, acc[i],
-          arith::FastMathFlags::reassoc);
+      Value sum =
+          vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
+                                      acc[i], arith::FastMathFlags::reassoc);
       ValueRange at{rowIdx[i], idx(0)};
       Value before =
           initValue ? initValue : memref::LoadOp::create(b, loc, c, at);
