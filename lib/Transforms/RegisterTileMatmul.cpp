@@ -18,7 +18,11 @@
 // copied at all: the pass marks it `mcc.packed_weights` and reads it as
 // [N / nr][K][nr] panels, the layout the compiler writes its record in
 // (docs/design/0018). The copy was a tenth to a third of a product's time,
-// repeated on every run for data that never changes.
+// repeated on every run for data that never changes. A B that several
+// tiles of the same tile loop read whole (a tall convolution product's
+// activation: every 128-row tile of a 1024 x 1024 x 196 product packed it
+// again) is packed once before the loop into a heap buffer of the same
+// panel layout, which those tiles read as they read a pre-packed weight.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +39,8 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
+
+#include <map>
 
 namespace mcc {
 #define GEN_PASS_DEF_REGISTERTILEMATMUL
@@ -875,6 +881,117 @@ bool knownMultiple(OpFoldResult offset, int64_t m) {
   return lb && step && *lb % m == 0 && *step % m == 0;
 }
 
+/// Iterations of an scf.forall with static bounds, or 0.
+int64_t forallTrips(scf::ForallOp forall) {
+  int64_t trips = 1;
+  for (auto [lb, ub, step] :
+       llvm::zip(forall.getMixedLowerBound(), forall.getMixedUpperBound(),
+                 forall.getMixedStep())) {
+    std::optional<int64_t> l = getConstantIntValue(lb),
+                           u = getConstantIntValue(ub),
+                           s = getConstantIntValue(step);
+    if (!l || !u || !s || *s <= 0)
+      return 0;
+    trips *= (*u - *l + *s - 1) / *s;
+  }
+  return trips;
+}
+
+/// B of a 2-D product that several tiles of its scf.forall read: a static
+/// [K, N] f32 buffer from outside the loop, whole or through a unit-stride
+/// subview whose columns start at a multiple of `nr`, and more tiles than
+/// column windows of it (tall products tile m as well as n). Every such
+/// tile packed the same panels of B again (1024 x 1024 x 196 products, 8
+/// tiles of 128 rows: a tenth of their time); the caller packs them once,
+/// before the loop (sharePack). Sets `src` and the view's `offsets`.
+scf::ForallOp sharedPackLoop(linalg::LinalgOp op, Value bm, int64_t nr,
+                             Value &src, SmallVector<OpFoldResult> &offsets) {
+  auto forall = op->getParentOfType<scf::ForallOp>();
+  if (!forall || !isa<linalg::MatmulOp>(op.getOperation()))
+    return {};
+  src = bm;
+  offsets.assign(2, OpBuilder(op).getIndexAttr(0));
+  int64_t windowCols = cast<MemRefType>(bm.getType()).getDimSize(1);
+  if (auto sub = bm.getDefiningOp<memref::SubViewOp>()) {
+    if (!sub.hasUnitStride() || sub.getType().getRank() != 2 ||
+        !knownMultiple(sub.getMixedOffsets()[1], nr))
+      return {};
+    src = sub.getSource();
+    offsets = sub.getMixedOffsets();
+  }
+  auto type = dyn_cast<MemRefType>(src.getType());
+  if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
+      !type.getElementType().isF32() || !hasUnitInnerStride(src) ||
+      ShapedType::isDynamic(windowCols) || windowCols <= 0)
+    return {};
+  Operation *owner = src.getDefiningOp();
+  if (!owner)
+    owner = cast<BlockArgument>(src).getOwner()->getParentOp();
+  if (forall->isAncestor(owner))
+    return {};
+  int64_t windows = (type.getDimSize(1) + windowCols - 1) / windowCols;
+  int64_t trips = forallTrips(forall);
+  return trips >= 2 * windows ? forall : scf::ForallOp();
+}
+
+/// Packs all of `src` (static K x N) as [ceil(N / nr)][K][nr] panels into a
+/// heap buffer before `loop`, one panel per iteration of a parallel loop
+/// (the last one zero-padded), and frees it after `loop`.
+Value sharePack(scf::ForallOp loop, Value src, int64_t nr, int64_t lanes) {
+  OpBuilder b(loop);
+  Location loc = loop.getLoc();
+  auto type = cast<MemRefType>(src.getType());
+  int64_t K = type.getDimSize(0), N = type.getDimSize(1);
+  int64_t P = (N + nr - 1) / nr;
+  auto vecType = VectorType::get({lanes}, b.getF32Type());
+  auto maskType = VectorType::get({lanes}, b.getI1Type());
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value packed = memref::AllocOp::create(
+      b, loc, MemRefType::get({P, K, nr}, b.getF32Type()));
+  Value zeros = arith::ConstantOp::create(
+      b, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
+  auto panels = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(P)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)}, ValueRange{}, std::nullopt);
+  Block *body = panels.getBody();
+  if (body->empty() || !isa<scf::InParallelOp>(body->back())) {
+    b.setInsertionPointToEnd(body);
+    scf::InParallelOp::create(b, loc);
+  }
+  b.setInsertionPoint(body->getTerminator());
+  Value p = panels.getInductionVar(0);
+  Value col0 = arith::MulIOp::create(b, loc, p, cst(nr));
+  SmallVector<Value> cols, masks;
+  for (int64_t j = 0; j < nr / lanes; ++j) {
+    Value col = arith::AddIOp::create(b, loc, col0, cst(j * lanes));
+    cols.push_back(col);
+    // create_mask clamps: every lane inside N, none past it.
+    masks.push_back(vector::CreateMaskOp::create(
+        b, loc, maskType,
+        ValueRange{arith::SubIOp::create(b, loc, cst(N), col)}));
+  }
+  auto rows = scf::ForOp::create(b, loc, cst(0), cst(K), cst(1));
+  b.setInsertionPoint(rows.getBody()->getTerminator());
+  Value k = rows.getInductionVar();
+  for (int64_t j = 0; j < nr / lanes; ++j) {
+    Value v = N % nr == 0 ? vector::LoadOp::create(b, loc, vecType, src,
+                                                   ValueRange{k, cols[j]})
+                                .getResult()
+                          : vector::MaskedLoadOp::create(b, loc, vecType, src,
+                                                         ValueRange{k, cols[j]},
+                                                         masks[j], zeros)
+                                .getResult();
+    vector::StoreOp::create(b, loc, v, packed,
+                            ValueRange{p, k, cst(j * lanes)});
+  }
+  b.setInsertionPointAfter(loop);
+  memref::DeallocOp::create(b, loc, packed);
+  return packed;
+}
+
 /// Whether `use` is B of a 2-D product this pass rewrites with the
 /// register-blocked kernel.
 bool isKernelB(OpOperand &use) {
@@ -923,6 +1040,8 @@ struct RegisterTileMatmulPass
     });
     KernelShape shape{rows, vectors, lanes, kBlock, panels};
     llvm::DenseMap<Value, Value> packedWeights = packWeights(shape);
+    // B packed once per tile loop, shared by its products.
+    std::map<std::tuple<Operation *, void *, int64_t>, Value> sharedPacks;
     for (linalg::LinalgOp op : ops) {
       OpBuilder b(op);
       Location loc = op.getLoc();
@@ -999,6 +1118,17 @@ struct RegisterTileMatmulPass
           offsets = sub.getMixedOffsets();
         }
         Value prepacked = packedWeights.lookup(weight);
+        int64_t nr = opShape.vectors * opShape.lanes;
+        Value shared;
+        if (!prepacked && pack && shareBPacks)
+          if (scf::ForallOp loop =
+                  sharedPackLoop(op, bm, nr, shared, offsets)) {
+            Value &packs = sharedPacks[{loop.getOperation(),
+                                        shared.getAsOpaquePointer(), nr}];
+            if (!packs)
+              packs = sharePack(loop, shared, nr, opShape.lanes);
+            prepacked = packs;
+          }
         if (prepacked && pack) {
           pack.getDefiningOp()->erase();
           pack = Value();

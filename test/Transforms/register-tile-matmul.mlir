@@ -342,3 +342,44 @@ func.func @c_read_twice(%a: memref<16x64xf32>, %b: memref<64x16xf32>, %y: memref
   memref.dealloc %c : memref<16x16xf32>
   return
 }
+
+// A tall product tiled over m: both tiles read all of B, which is packed
+// once before the tile loop (one panel per iteration of a parallel loop,
+// the last of 40 = 2 * 16 + 8 columns zero-padded by a masked load) into a
+// heap buffer that the kernels read as pre-packed panels and that is freed
+// after the loop; no tile packs B on its stack.
+// CHECK-LABEL: func.func @shared_pack
+// CHECK: %[[P:.*]] = memref.alloc() : memref<3x32x16xf32>
+// CHECK: scf.forall (%[[PANEL:.*]]) in (3)
+// CHECK: vector.create_mask
+// CHECK: scf.for %[[K:.*]] =
+// CHECK: vector.maskedload %arg1[%[[K]],
+// CHECK: vector.store {{.*}}, %[[P]][%[[PANEL]], %[[K]],
+// CHECK: scf.forall
+// CHECK-NOT: memref.alloca() : memref<{{.*}}x16xf32>
+// CHECK: vector.load %[[P]]
+// CHECK-NOT: linalg.matmul
+// CHECK: memref.dealloc %[[P]]
+func.func @shared_pack(%a: memref<64x32xf32>, %b: memref<32x40xf32>, %c: memref<64x40xf32>) {
+  scf.forall (%i) = (0) to (64) step (32) {
+    %as = memref.subview %a[%i, 0] [32, 32] [1, 1] : memref<64x32xf32> to memref<32x32xf32, strided<[32, 1], offset: ?>>
+    %cs = memref.subview %c[%i, 0] [32, 40] [1, 1] : memref<64x40xf32> to memref<32x40xf32, strided<[40, 1], offset: ?>>
+    linalg.matmul ins(%as, %b : memref<32x32xf32, strided<[32, 1], offset: ?>>, memref<32x40xf32>) outs(%cs : memref<32x40xf32, strided<[40, 1], offset: ?>>)
+  }
+  return
+}
+
+// Tiles over n only: each reads its own columns of B once, so each packs
+// them itself, on its stack.
+// CHECK-LABEL: func.func @no_shared_pack
+// CHECK-NOT: memref.alloc()
+// CHECK: scf.forall
+// CHECK: memref.alloca() : memref<2x64x16xf32>
+func.func @no_shared_pack(%a: memref<32x32xf32>, %b: memref<32x64xf32>, %c: memref<32x64xf32>) {
+  scf.forall (%j) = (0) to (64) step (32) {
+    %bs = memref.subview %b[0, %j] [32, 32] [1, 1] : memref<32x64xf32> to memref<32x32xf32, strided<[64, 1], offset: ?>>
+    %cs = memref.subview %c[0, %j] [32, 32] [1, 1] : memref<32x64xf32> to memref<32x32xf32, strided<[64, 1], offset: ?>>
+    linalg.matmul ins(%a, %bs : memref<32x32xf32>, memref<32x32xf32, strided<[64, 1], offset: ?>>) outs(%cs : memref<32x32xf32, strided<[64, 1], offset: ?>>)
+  }
+  return
+}

@@ -310,6 +310,10 @@ def RegisterTileMatmul
            "Read weights that are only ever B of the kernel's products as "
            "[N / nr][K][nr] panels, and mark the function "
            "mcc.packed_weights so their records are written that way">,
+    Option<"shareBPacks", "share-b-packs", "bool", "true",
+           "Pack a B that several tiles of a tile loop read (a tall "
+           "product's activation) once, before the loop, into a heap "
+           "buffer of [N / nr][K][nr] panels that those tiles read">,
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
                            "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
