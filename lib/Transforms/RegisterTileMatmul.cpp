@@ -229,7 +229,7 @@ public:
         b, loc, a, cast<MemRefType>(a.getType()).getRank() - 1);
     lastK = arith::SubIOp::create(b, loc, K, idx(1));
     bool hasEpilogue = epilogue.has_value();
-    if (tail)
+    if (tail && !dotPackReady)
       packDotColumns(K, staticN - tail, tail);
     Value mFull = roundDown(M, shape.rows);
     Value nFull = roundDown(N, nr);
@@ -716,6 +716,8 @@ public:
   Value prepacked, kOffset, nOffset;
   /// count x K floats for dotTailColumns' columns; null: no dot tail.
   Value dotPack;
+  /// dotPack was filled before the tile loop (shareDotPack).
+  bool dotPackReady = false;
   /// Applied to C in the last K block (2-D products only).
   std::optional<Epilogue> epilogue;
 
@@ -992,6 +994,33 @@ Value sharePack(scf::ForallOp loop, Value src, int64_t nr, int64_t lanes) {
   return packed;
 }
 
+/// Copies the last `count` columns of `src` (static K x N) to a heap
+/// buffer of count x K floats before `loop`, freed after it: the
+/// dot-product tail of every tile of a tall product (N = 196 = 192 + 4)
+/// gathered the same columns again, one float per row of B.
+Value shareDotPack(scf::ForallOp loop, Value src, int64_t count) {
+  OpBuilder b(loop);
+  Location loc = loop.getLoc();
+  auto type = cast<MemRefType>(src.getType());
+  int64_t K = type.getDimSize(0), N = type.getDimSize(1);
+  auto cst = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  Value packed = memref::AllocOp::create(
+      b, loc, MemRefType::get({count, K}, b.getF32Type()));
+  auto rows = scf::ForOp::create(b, loc, cst(0), cst(K), cst(1));
+  b.setInsertionPoint(rows.getBody()->getTerminator());
+  Value k = rows.getInductionVar();
+  for (int64_t j = 0; j < count; ++j) {
+    Value v =
+        memref::LoadOp::create(b, loc, src, ValueRange{k, cst(N - count + j)});
+    memref::StoreOp::create(b, loc, v, packed, ValueRange{cst(j), k});
+  }
+  b.setInsertionPointAfter(loop);
+  memref::DeallocOp::create(b, loc, packed);
+  return packed;
+}
+
 /// Whether `use` is B of a 2-D product this pass rewrites with the
 /// register-blocked kernel.
 bool isKernelB(OpOperand &use) {
@@ -1041,7 +1070,8 @@ struct RegisterTileMatmulPass
     KernelShape shape{rows, vectors, lanes, kBlock, panels};
     llvm::DenseMap<Value, Value> packedWeights = packWeights(shape);
     // B packed once per tile loop, shared by its products.
-    std::map<std::tuple<Operation *, void *, int64_t>, Value> sharedPacks;
+    std::map<std::tuple<Operation *, void *, int64_t>, Value> sharedPacks,
+        sharedDotPacks;
     for (linalg::LinalgOp op : ops) {
       OpBuilder b(op);
       Location loc = op.getLoc();
@@ -1120,6 +1150,7 @@ struct RegisterTileMatmulPass
         Value prepacked = packedWeights.lookup(weight);
         int64_t nr = opShape.vectors * opShape.lanes;
         Value shared;
+        bool dotPackReady = false;
         if (!prepacked && pack && shareBPacks)
           if (scf::ForallOp loop =
                   sharedPackLoop(op, bm, nr, shared, offsets)) {
@@ -1128,6 +1159,20 @@ struct RegisterTileMatmulPass
             if (!packs)
               packs = sharePack(loop, shared, nr, opShape.lanes);
             prepacked = packs;
+            // The tail columns are the source's last ones when the tile
+            // reads all of it.
+            auto srcType = cast<MemRefType>(shared.getType());
+            auto viewType = cast<MemRefType>(bm.getType());
+            if (dotPack && viewType.getShape() == srcType.getShape()) {
+              int64_t tail = cast<MemRefType>(dotPack.getType()).getDimSize(0);
+              Value &dots = sharedDotPacks[{loop.getOperation(),
+                                            shared.getAsOpaquePointer(), tail}];
+              if (!dots)
+                dots = shareDotPack(loop, shared, tail);
+              dotPack.getDefiningOp()->erase();
+              dotPack = dots;
+              dotPackReady = true;
+            }
           }
         if (prepacked && pack) {
           pack.getDefiningOp()->erase();
@@ -1141,6 +1186,7 @@ struct RegisterTileMatmulPass
         }
         emitter.initValue = init;
         emitter.dotPack = dotPack;
+        emitter.dotPackReady = dotPackReady;
         emitter.epilogue = epilogue;
         emitter.emit();
       } else {

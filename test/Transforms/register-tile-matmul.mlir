@@ -383,3 +383,24 @@ func.func @no_shared_pack(%a: memref<32x32xf32>, %b: memref<32x64xf32>, %c: memr
   }
   return
 }
+
+// With a dot-product tail (36 = 32 + 4 columns), the tail's columns are
+// also copied once before the loop, as 4 x K floats, not per tile.
+// CHECK-LABEL: func.func @shared_dot_pack
+// CHECK: %[[P:.*]] = memref.alloc() : memref<3x32x16xf32>
+// CHECK: %[[D:.*]] = memref.alloc() : memref<4x32xf32>
+// CHECK: scf.for %[[K:.*]] =
+// CHECK: memref.load %arg1[%[[K]], %c32{{.*}}]
+// CHECK: memref.store {{.*}}, %[[D]][%c0{{.*}}, %[[K]]]
+// CHECK: scf.forall
+// CHECK-NOT: memref.alloca() : memref<4x32xf32>
+// CHECK: vector.load %[[D]]
+// CHECK: memref.dealloc %[[D]]
+func.func @shared_dot_pack(%a: memref<64x32xf32>, %b: memref<32x36xf32>, %c: memref<64x36xf32>) {
+  scf.forall (%i) = (0) to (64) step (32) {
+    %as = memref.subview %a[%i, 0] [32, 32] [1, 1] : memref<64x32xf32> to memref<32x32xf32, strided<[32, 1], offset: ?>>
+    %cs = memref.subview %c[%i, 0] [32, 36] [1, 1] : memref<64x36xf32> to memref<32x36xf32, strided<[36, 1], offset: ?>>
+    linalg.matmul ins(%as, %b : memref<32x32xf32, strided<[32, 1], offset: ?>>, memref<32x36xf32>) outs(%cs : memref<32x36xf32, strided<[36, 1], offset: ?>>)
+  }
+  return
+}
