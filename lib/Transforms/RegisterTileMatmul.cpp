@@ -454,7 +454,7 @@ private:
           // A pre-packed panel streams from memory on the first row block;
           // fetch its rows ahead of the loads (without, 12-17% of a
           // product's samples sat on the first B load).
-          if (prepacked) {
+          if (prepacked && prefetchPacked) {
             auto packedType = cast<MemRefType>(prepacked.getType());
             Value ahead = arith::MinSIOp::create(
                 b, loc,
@@ -718,6 +718,9 @@ public:
   Value dotPack;
   /// dotPack was filled before the tile loop (shareDotPack).
   bool dotPackReady = false;
+  /// Fetch the pre-packed panel's rows ahead: a weight streams from memory,
+  /// a B packed just before the tile loop (sharePack) is already in cache.
+  bool prefetchPacked = true;
   /// Applied to C in the last K block (2-D products only).
   std::optional<Epilogue> epilogue;
 
@@ -1150,7 +1153,7 @@ struct RegisterTileMatmulPass
         Value prepacked = packedWeights.lookup(weight);
         int64_t nr = opShape.vectors * opShape.lanes;
         Value shared;
-        bool dotPackReady = false;
+        bool dotPackReady = false, sharedB = false;
         if (!prepacked && pack && shareBPacks)
           if (scf::ForallOp loop =
                   sharedPackLoop(op, bm, nr, shared, offsets)) {
@@ -1159,6 +1162,7 @@ struct RegisterTileMatmulPass
             if (!packs)
               packs = sharePack(loop, shared, nr, opShape.lanes);
             prepacked = packs;
+            sharedB = true;
             // The tail columns are the source's last ones when the tile
             // reads all of it.
             auto srcType = cast<MemRefType>(shared.getType());
@@ -1187,6 +1191,7 @@ struct RegisterTileMatmulPass
         emitter.initValue = init;
         emitter.dotPack = dotPack;
         emitter.dotPackReady = dotPackReady;
+        emitter.prefetchPacked = !sharedB;
         emitter.epilogue = epilogue;
         emitter.emit();
       } else {

@@ -346,7 +346,8 @@ func.func @c_read_twice(%a: memref<16x64xf32>, %b: memref<64x16xf32>, %y: memref
 // A tall product tiled over m: both tiles read all of B, which is packed
 // once before the tile loop (one panel per iteration of a parallel loop,
 // the last of 40 = 2 * 16 + 8 columns zero-padded by a masked load) into a
-// heap buffer that the kernels read as pre-packed panels and that is freed
+// heap buffer that the kernels read as pre-packed panels (without the
+// prefetches a weight's panels get: this one is in cache) and that is freed
 // after the loop; no tile packs B on its stack.
 // CHECK-LABEL: func.func @shared_pack
 // CHECK: %[[P:.*]] = memref.alloc() : memref<3x32x16xf32>
@@ -358,6 +359,7 @@ func.func @c_read_twice(%a: memref<16x64xf32>, %b: memref<64x16xf32>, %y: memref
 // CHECK: scf.forall
 // CHECK-NOT: memref.alloca() : memref<{{.*}}x16xf32>
 // CHECK: vector.load %[[P]]
+// CHECK-NOT: memref.prefetch
 // CHECK-NOT: linalg.matmul
 // CHECK: memref.dealloc %[[P]]
 func.func @shared_pack(%a: memref<64x32xf32>, %b: memref<32x40xf32>, %c: memref<64x40xf32>) {
