@@ -1111,7 +1111,8 @@ struct RegisterTileMatmulPass
       auto cType = cast<MemRefType>(c.getType());
       if (cType.getDimSize(cType.getRank() - 2) == 1) {
         int64_t n = cType.getShape().back();
-        int64_t widest = shape.rows * shape.vectors;
+        // At most 16 vectors (256 columns on AVX-512), as with 8-row blocks.
+        int64_t widest = std::min<int64_t>(shape.rows, 8) * shape.vectors;
         opShape.rows = 1;
         opShape.vectors =
             ShapedType::isDynamic(n)
@@ -1120,12 +1121,13 @@ struct RegisterTileMatmulPass
                                       widest);
       } else if (int64_t n = cType.getShape().back();
                  !ShapedType::isDynamic(n) && shape.vectors == 2 &&
-                 shape.rows * 3 + 4 <= kVectorRegisters &&
+                 std::min<int64_t>(shape.rows, 8) * 3 + 4 <= kVectorRegisters &&
                  n - dotTailColumns(a, c, shape.lanes) == 3 * shape.lanes) {
         // Three vectors of columns (N = 49 = 48 + a dot-product column, a
         // 7 x 7 image): one block of rows x 3 vectors, where 2 + 1 ran the
         // last vector on twice the rows and spent a broadcast of A per FMA.
         opShape.vectors = 3;
+        opShape.rows = std::min<int64_t>(shape.rows, 8);
       }
       Value column = isa<linalg::MatmulOp>(op) && hasUnitInnerStride(a)
                          ? columnVector(b, loc, bm)

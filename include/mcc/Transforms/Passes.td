@@ -292,7 +292,9 @@ def RegisterTileMatmul
     copied, and the function is marked `mcc.packed_weights` = [weight
     index, nr, ...]: whoever writes the weights must write those records in
     that layout. Defaults fit AVX-512 (32 registers of 16
-    floats); AVX2 uses rows=6 lanes=8.
+    floats); the AVX-512 pipeline uses rows=12 (24 accumulators; a
+    three-vector block for N = 48 + a tail keeps 8 rows), AVX2 rows=6
+    lanes=8.
   }];
   let options = [
     Option<"rows", "rows", "int64_t", "8", "Rows of C per register block">,
