@@ -141,15 +141,17 @@ std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &options) {
   std::vector<PipelineStage> stages;
   for (const StageText &s : kCpuStages) {
     std::string text = s.pipeline;
-    // Register blocks for the target's vector width: 12x32 floats in 24 of
-    // AVX-512's 32 zmm registers (8x32 left 16 idle: 10 loads per 16 fmas
-    // against 14 per 24; bert-base and gpt2 4-5% faster, the CNNs level),
-    // 6x16 in 12 of AVX2's 16 ymm registers.
+    // Register blocks for the target's vector width: 8x32 floats in 16 of
+    // AVX-512's 32 zmm registers, 12x32 (24) for linear layers, whose B
+    // streams from pre-packed weights (bert-base and gpt2 4-5% faster;
+    // the CNNs were level with 12 rows everywhere and compiled 70% longer:
+    // a 128-row product then needs a 12- and an 8-row kernel), 6x16 in 12
+    // of AVX2's 16 ymm registers.
     if (options.cpuVectorBits >= 512) {
       std::string kernel = "mcc-register-tile-matmul";
       size_t at = text.find(kernel);
       if (at != std::string::npos)
-        text.insert(at + kernel.size(), "{rows=12}");
+        text.insert(at + kernel.size(), "{weight-rows=12}");
     } else {
       std::string kernel = "mcc-register-tile-matmul";
       size_t at = text.find(kernel);

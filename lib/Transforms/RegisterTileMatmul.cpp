@@ -1128,6 +1128,14 @@ struct RegisterTileMatmulPass
         // last vector on twice the rows and spent a broadcast of A per FMA.
         opShape.vectors = 3;
         opShape.rows = std::min<int64_t>(shape.rows, 8);
+      } else if (weightRows > 0 && isa<linalg::MatmulOp>(op)) {
+        // B streams from a pre-packed weight (a linear layer): taller
+        // blocks load each B vector for more rows.
+        Value weight = bm;
+        if (auto sub = bm.getDefiningOp<memref::SubViewOp>())
+          weight = sub.getSource();
+        if (packedWeights.count(weight))
+          opShape.rows = weightRows;
       }
       Value column = isa<linalg::MatmulOp>(op) && hasUnitInnerStride(a)
                          ? columnVector(b, loc, bm)

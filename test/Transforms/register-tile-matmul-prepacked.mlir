@@ -1,5 +1,6 @@
 // RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-register-tile-matmul))' --verify-each | FileCheck %s
 // RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-register-tile-matmul{prepack-weights=false}))' | FileCheck %s --check-prefix=OFF
+// RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-register-tile-matmul{weight-rows=12}))' | FileCheck %s --check-prefix=W12
 
 // Weights (arguments past mcc.num_inputs) read only as B of the kernel's
 // products, in whole 32-column panels, are read in place as [N/32][K][32]
@@ -44,6 +45,13 @@
 // CHECK: memref.alloca() : memref<{{.*}}x256x32xf32>
 // CHECK: memref.alloca() : memref<{{.*}}x256x32xf32>
 // CHECK: memref.alloca() : memref<{{.*}}x256x32xf32>
+
+// weight-rows=12: the products reading pre-packed weights take 12-row
+// blocks (24 accumulators; 64 = 5 x 12 + 4 rows), the others keep 8.
+// W12-LABEL: func.func @forward
+// W12: scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>{{(, vector<16xf32>){23} *}}) {
+// W12: memref.alloca() : memref<{{.*}}x256x32xf32>
+// W12-NOT: vector<16xf32>{{(, vector<16xf32>){23} *}}) {
 
 // OFF-NOT: mcc.packed_weights
 // OFF-NOT: memref.reinterpret_cast

@@ -292,12 +292,15 @@ def RegisterTileMatmul
     copied, and the function is marked `mcc.packed_weights` = [weight
     index, nr, ...]: whoever writes the weights must write those records in
     that layout. Defaults fit AVX-512 (32 registers of 16
-    floats); the AVX-512 pipeline uses rows=12 (24 accumulators; a
-    three-vector block for N = 48 + a tail keeps 8 rows), AVX2 rows=6
-    lanes=8.
+    floats); the AVX-512 pipeline adds weight-rows=12 (24 accumulators
+    for linear layers, whose B streams from pre-packed weights), AVX2 uses
+    rows=6 lanes=8.
   }];
   let options = [
     Option<"rows", "rows", "int64_t", "8", "Rows of C per register block">,
+    Option<"weightRows", "weight-rows", "int64_t", "0",
+           "Rows of C per register block of a 2-D product whose B is a "
+           "pre-packed weight (0: rows)">,
     Option<"vectors", "vectors", "int64_t", "2",
            "Vectors of C per row in a register block">,
     Option<"lanes", "lanes", "int64_t", "16", "f32 lanes per vector">,
