@@ -147,34 +147,22 @@ std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &options) {
     // the CNNs were level with 12 rows everywhere and compiled 70% longer:
     // a 128-row product then needs a 12- and an 8-row kernel), 6x16 in 12
     // of AVX2's 16 ymm registers.
+    auto setOptions = [&](llvm::StringRef pass, llvm::StringRef passOptions) {
+      size_t at = text.find(pass.str());
+      if (at != std::string::npos)
+        text.insert(at + pass.size(), passOptions.str());
+    };
     if (options.cpuVectorBits >= 512) {
-      std::string kernel = "mcc-register-tile-matmul";
-      size_t at = text.find(kernel);
-      if (at != std::string::npos)
-        text.insert(at + kernel.size(), "{weight-rows=12}");
+      setOptions("mcc-register-tile-matmul", "{weight-rows=12}");
     } else {
-      std::string kernel = "mcc-register-tile-matmul";
-      size_t at = text.find(kernel);
-      if (at != std::string::npos)
-        text.insert(at + kernel.size(), options.cpuVectorBits == 256
-                                            ? "{rows=6 lanes=8}"
-                                            : "{rows=4 lanes=4}");
-      std::string grouped = "mcc-vectorize-grouped-conv";
-      at = text.find(grouped);
-      if (at != std::string::npos)
-        text.insert(at + grouped.size(), options.cpuVectorBits == 256
-                                             ? "{rows=6 lanes=8}"
-                                             : "{rows=4 lanes=4}");
-      std::string winograd = "mcc-vectorize-winograd";
-      at = text.find(winograd);
-      if (at != std::string::npos)
-        text.insert(at + winograd.size(),
-                    options.cpuVectorBits == 256 ? "{lanes=8}" : "{lanes=4}");
-      std::string depthwise = "mcc-vectorize-depthwise-conv";
-      at = text.find(depthwise);
-      if (at != std::string::npos)
-        text.insert(at + depthwise.size(),
-                    options.cpuVectorBits == 256 ? "{lanes=8}" : "{lanes=4}");
+      bool avx2 = options.cpuVectorBits == 256;
+      setOptions("mcc-register-tile-matmul",
+                 avx2 ? "{rows=6 lanes=8}" : "{rows=4 lanes=4}");
+      setOptions("mcc-vectorize-grouped-conv",
+                 avx2 ? "{rows=6 lanes=8}" : "{rows=4 lanes=4}");
+      setOptions("mcc-vectorize-winograd", avx2 ? "{lanes=8}" : "{lanes=4}");
+      setOptions("mcc-vectorize-depthwise-conv",
+                 avx2 ? "{lanes=8}" : "{lanes=4}");
     }
     stages.push_back(textStage(s.name, s.summary, text));
   }

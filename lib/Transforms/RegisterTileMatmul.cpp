@@ -886,6 +886,13 @@ bool knownMultiple(OpFoldResult offset, int64_t m) {
   return lb && step && *lb % m == 0 && *step % m == 0;
 }
 
+/// The buffer B views: a subview's source, else B itself.
+Value viewedBuffer(Value bm) {
+  if (auto sub = bm.getDefiningOp<memref::SubViewOp>())
+    return sub.getSource();
+  return bm;
+}
+
 /// Iterations of an scf.forall with static bounds, or 0.
 int64_t forallTrips(scf::ForallOp forall) {
   int64_t trips = 1;
@@ -1131,10 +1138,7 @@ struct RegisterTileMatmulPass
       } else if (weightRows > 0 && isa<linalg::MatmulOp>(op)) {
         // B streams from a pre-packed weight (a linear layer): taller
         // blocks load each B vector for more rows.
-        Value weight = bm;
-        if (auto sub = bm.getDefiningOp<memref::SubViewOp>())
-          weight = sub.getSource();
-        if (packedWeights.count(weight))
+        if (packedWeights.count(viewedBuffer(bm)))
           opShape.rows = weightRows;
       }
       Value column = isa<linalg::MatmulOp>(op) && hasUnitInnerStride(a)
@@ -1154,13 +1158,10 @@ struct RegisterTileMatmulPass
         emitter.emit();
       } else if (isa<linalg::MatmulOp>(op)) {
         // B from a pre-packed weight: the weight itself or a subview of it.
-        Value weight = bm;
         SmallVector<OpFoldResult> offsets(2, b.getIndexAttr(0));
-        if (auto sub = bm.getDefiningOp<memref::SubViewOp>()) {
-          weight = sub.getSource();
+        if (auto sub = bm.getDefiningOp<memref::SubViewOp>())
           offsets = sub.getMixedOffsets();
-        }
-        Value prepacked = packedWeights.lookup(weight);
+        Value prepacked = packedWeights.lookup(viewedBuffer(bm));
         int64_t nr = opShape.vectors * opShape.lanes;
         Value shared;
         bool dotPackReady = false, sharedB = false;
