@@ -24,6 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mcc/Transforms/PaddedInput.h"
 #include "mcc/Transforms/Passes.h"
 #include "mcc/Transforms/VectorKernelUtils.h"
 
@@ -47,6 +48,7 @@ namespace mcc {
 using namespace mlir;
 using mcc::hasUnitInnerStride;
 using mcc::intsOf;
+using mcc::PaddedInput;
 
 namespace {
 
@@ -440,179 +442,6 @@ std::optional<std::pair<int64_t, int64_t>> windowOf(Value v, unsigned first) {
   return std::make_pair(t.getDimSize(first), t.getDimSize(first + 1));
 }
 
-/// A buffer that holds a depthwise convolution's zero-padded input and
-/// nothing else (mcc-pad-into-producer's form for ConvPadding.h's pads):
-/// zero fills of parts of it, then one copy of the unpadded source into its
-/// interior, then reads of views of it by depthwise convolutions only.
-struct PaddedInput {
-  memref::AllocOp alloc;
-  Value source;
-  SmallVector<int64_t> low;
-  /// The fills and the copy, in the alloc's block.
-  SmallVector<Operation *> writes;
-  /// The views the convolutions read (each feeds only them).
-  SmallVector<memref::SubViewOp> reads;
-  memref::DeallocOp dealloc;
-};
-
-bool sourceSurvives(const PaddedInput &p, Operation *copy);
-
-bool isZeroFill(Operation *op, Value target) {
-  auto fill = dyn_cast<linalg::FillOp>(op);
-  return fill && fill.hasPureBufferSemantics() &&
-         fill.getDpsInits()[0] == target &&
-         matchPattern(fill.value(), m_AnyZeroFloat());
-}
-
-/// The copy's source if `op` copies a whole buffer into `target`.
-Value copiedInto(Operation *op, Value target) {
-  if (auto copy = dyn_cast<memref::CopyOp>(op))
-    return copy.getTarget() == target ? copy.getSource() : Value();
-  if (auto copy = dyn_cast<linalg::CopyOp>(op))
-    if (copy.hasPureBufferSemantics() && copy.getDpsInits()[0] == target)
-      return copy.getDpsInputs()[0];
-  return {};
-}
-
-/// `alloc` as a padded input whose readers are all in `convs`, or nothing.
-std::optional<PaddedInput>
-paddedInput(memref::AllocOp alloc, const llvm::DenseSet<Operation *> &convs) {
-  auto type = alloc.getType();
-  if (type.getRank() != 4 || !type.hasStaticShape() ||
-      !type.getElementType().isF32())
-    return std::nullopt;
-  PaddedInput p;
-  p.alloc = alloc;
-  Block *block = alloc->getBlock();
-  Operation *copy = nullptr;
-  for (Operation *user : alloc->getUsers()) {
-    if (auto dealloc = dyn_cast<memref::DeallocOp>(user)) {
-      if (p.dealloc || dealloc->getBlock() != block)
-        return std::nullopt;
-      p.dealloc = dealloc;
-      continue;
-    }
-    auto view = dyn_cast<memref::SubViewOp>(user);
-    if (!view || !view.hasUnitStride() ||
-        view.getType().getRank() != type.getRank())
-      return std::nullopt;
-    Value viewed = view.getResult();
-    if (llvm::all_of(viewed.getUsers(), [&](Operation *op) {
-          return convs.contains(op) && op->getOperand(0) == viewed;
-        })) {
-      p.reads.push_back(view);
-      continue;
-    }
-    if (!viewed.hasOneUse())
-      return std::nullopt;
-    Operation *write = *viewed.getUsers().begin();
-    if (write->getBlock() != block)
-      return std::nullopt;
-    if (isZeroFill(write, viewed)) {
-      p.writes.push_back(write);
-      continue;
-    }
-    Value source = copiedInto(write, viewed);
-    if (!source || copy || !hasUnitInnerStride(source) ||
-        cast<MemRefType>(source.getType()).getShape() !=
-            view.getType().getShape() ||
-        ShapedType::isDynamicShape(view.getStaticOffsets()))
-      return std::nullopt;
-    copy = write;
-    p.source = source;
-    p.low = llvm::to_vector(view.getStaticOffsets());
-    p.writes.push_back(write);
-  }
-  if (!copy || p.reads.empty() || !p.dealloc)
-    return std::nullopt;
-  // Zeros first, then the interior, then the readers.
-  for (Operation *write : p.writes)
-    if (write != copy && !write->isBeforeInBlock(copy))
-      return std::nullopt;
-  for (memref::SubViewOp view : p.reads)
-    for (Operation *conv : view->getUsers()) {
-      Operation *top = block->findAncestorOpInBlock(*conv);
-      if (!top || !copy->isBeforeInBlock(top))
-        return std::nullopt;
-    }
-  if (!sourceSurvives(p, copy))
-    return std::nullopt;
-  return p;
-}
-
-/// Whether `op` may write `v` (one of the buffer's views): a linalg op
-/// reading it only as an input, a copy out of it, a view or a dealloc do
-/// not; anything else might.
-bool mayWrite(Operation *op, Value v) {
-  if (isa<ViewLikeOpInterface, memref::DeallocOp>(op))
-    return false;
-  if (auto copy = dyn_cast<memref::CopyOp>(op))
-    return copy.getTarget() == v;
-  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
-    return llvm::is_contained(linalgOp.getDpsInits(), v);
-  if (isa<memref::LoadOp>(op))
-    return false;
-  return true;
-}
-
-/// Whether the source keeps its values from the copy to the last read:
-/// bufferization may hand a dead buffer to a later op (even to the
-/// convolution's own output), and the source is dead after the copy as far
-/// as it knows.
-bool sourceSurvives(const PaddedInput &p, Operation *copy) {
-  Block *block = p.alloc->getBlock();
-  Operation *last = copy;
-  for (memref::SubViewOp view : p.reads)
-    for (Operation *conv : view->getUsers())
-      if (Operation *top = block->findAncestorOpInBlock(*conv);
-          top && last->isBeforeInBlock(top))
-        last = top;
-  Value root = mcc::rootBuffer(p.source);
-  SmallVector<Value> aliases = {root};
-  for (size_t i = 0; i < aliases.size(); ++i)
-    for (Operation *user : aliases[i].getUsers()) {
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user))
-        if (view.getViewSource() == aliases[i])
-          llvm::append_range(aliases, user->getResults());
-      if (user == copy || !mayWrite(user, aliases[i]))
-        continue;
-      Operation *top = block->findAncestorOpInBlock(*user);
-      if (!top)
-        return false;
-      if (top == last ||
-          (copy->isBeforeInBlock(top) && top->isBeforeInBlock(last)))
-        return false;
-    }
-  return true;
-}
-
-/// Removes the padded buffer once its readers read the source: the fills,
-/// the copy and their profile marks go, and the source's own dealloc (after
-/// the copy, its last reader until now) moves to where the buffer's was.
-void erasePaddedInput(PaddedInput &p) {
-  Value root = mcc::rootBuffer(p.source);
-  for (Operation *user : root.getUsers())
-    if (auto dealloc = dyn_cast<memref::DeallocOp>(user);
-        dealloc && dealloc->getBlock() == p.dealloc->getBlock() &&
-        dealloc->isBeforeInBlock(p.dealloc))
-      dealloc->moveBefore(p.dealloc);
-  for (Operation *write : p.writes) {
-    Value view = write->getOperand(write->getNumOperands() - 1);
-    if (auto mark = dyn_cast_or_null<func::CallOp>(write->getPrevNode());
-        mark && mark.getCallee() == "mcc_profile_mark")
-      mark->erase();
-    write->erase();
-    if (Operation *def = view.getDefiningOp(); def && def->use_empty())
-      def->erase();
-  }
-  for (memref::SubViewOp view : p.reads)
-    if (view->use_empty())
-      view->erase();
-  p.dealloc->erase();
-  if (p.alloc->use_empty())
-    p.alloc->erase();
-}
-
 struct VectorizeDepthwiseConvPass
     : mcc::impl::VectorizeDepthwiseConvBase<VectorizeDepthwiseConvPass> {
   using VectorizeDepthwiseConvBase::VectorizeDepthwiseConvBase;
@@ -655,7 +484,7 @@ struct VectorizeDepthwiseConvPass
     SmallVector<PaddedInput> padded;
     llvm::DenseMap<Operation *, std::pair<size_t, memref::SubViewOp>> readers;
     getOperation().walk([&](memref::AllocOp alloc) {
-      std::optional<PaddedInput> p = paddedInput(alloc, convs);
+      std::optional<PaddedInput> p = mcc::findPaddedInput(alloc, convs);
       if (!p)
         return;
       for (memref::SubViewOp view : p->reads)
@@ -693,22 +522,10 @@ struct VectorizeDepthwiseConvPass
           it != readers.end() && padded[it->second.first].alloc) {
         // The tile of the source that the op's view of the padded buffer
         // covers: the same batch and channels, every row and column.
-        PaddedInput &p = padded[it->second.first];
-        memref::SubViewOp view = it->second.second;
-        Location loc = op.getLoc();
-        SmallVector<OpFoldResult> offsets = view.getMixedOffsets(),
-                                  sizes = view.getMixedSizes();
-        offsets[2] = offsets[3] = b.getIndexAttr(0);
-        sizes[2] = memref::getMixedSize(b, loc, p.source, 2);
-        sizes[3] = memref::getMixedSize(b, loc, p.source, 3);
-        x = memref::SubViewOp::create(
-            b, loc, p.source, offsets, sizes,
-            SmallVector<OpFoldResult>(4, b.getIndexAttr(1)));
-        rowOffset = arith::SubIOp::create(
-            b, loc,
-            getValueOrCreateConstantIndexOp(b, loc, view.getMixedOffsets()[2]),
-            arith::ConstantIndexOp::create(b, loc, p.low[2]));
-        colOffset = *getConstantIntValue(view.getMixedOffsets()[3]) - p.low[3];
+        std::optional<int64_t> col;
+        x = mcc::sourceTileOf(b, op.getLoc(), padded[it->second.first],
+                              it->second.second, rowOffset, col);
+        colOffset = *col;
       }
       DepthwiseEmitter emitter(b, op.getLoc(), c.combine, x,
                                op.getDpsInputs()[1], op.getDpsInits()[0], c.kh,
@@ -728,7 +545,7 @@ struct VectorizeDepthwiseConvPass
     }
     for (PaddedInput &p : padded)
       if (p.alloc)
-        erasePaddedInput(p);
+        mcc::erasePaddedInput(p);
   }
 };
 
