@@ -10,11 +10,19 @@
 // block of rows x vectors outputs (rows output channels, vectors of one
 // output row), walking (c, kh, kw) like a matmul's K: each step loads the
 // input row segment in place (a wider load and a shuffle for stride 2),
-// broadcasts one weight per row and issues rows x vectors fmas. The input
-// is the padded buffer itself; nothing is copied.
+// broadcasts one weight per row and issues rows x vectors fmas. No im2col.
+//
+// A zero-padded input (PaddedInput.h: border fills and a copy of the
+// producer's result into the interior, which a product's output needs as it
+// cannot write a row-strided interior) is read in place: window rows above
+// and below the source add nothing (a branch per window row, only in the
+// top and bottom output rows), the first vector of a row masks off the
+// lanes left of it, the row's end is masked. The padded buffer, its fills
+// and the copy go: on resnext101 they were ~10 ms of a ~270 ms run.
 //
 //===----------------------------------------------------------------------===//
 
+#include "mcc/Transforms/PaddedInput.h"
 #include "mcc/Transforms/Passes.h"
 #include "mcc/Transforms/VectorKernelUtils.h"
 
@@ -22,6 +30,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 
@@ -56,30 +65,57 @@ public:
     vecType = VectorType::get({lanes}, b.getF32Type());
   }
 
+  /// Reads x as if padded: input (ih, iw) of the op is x[.., ih +
+  /// rowOffset, iw + colOffset], zero outside x. colOffset is at most 0 and
+  /// the first output vector of a row holds every output whose window
+  /// starts left of it.
+  void readInPlace(Value rowOffset, int64_t colOffset) {
+    padded = true;
+    this->rowOffset = rowOffset;
+    this->colOffset = colOffset;
+  }
+
   void emit() {
     Value N = dim(out, 0), G = dim(out, 1), F = dim(out, 2), OH = dim(out, 3),
           OW = dim(out, 4);
     C = dim(x, 2);
+    inHeight = dim(x, 3);
     inWidth = dim(x, 4);
     // Outputs whose `sw`-float input blocks all lie inside the row: their
     // wide loads need no mask.
-    Value span = arith::SubIOp::create(b, loc, inWidth, idx((kw - 1) * dw));
+    Value span =
+        arith::SubIOp::create(b, loc, inWidth, idx((kw - 1) * dw + colOffset));
     Value safe = arith::MaxSIOp::create(
         b, loc, arith::DivSIOp::create(b, loc, span, idx(sw)), idx(0));
     safe = arith::MinSIOp::create(b, loc, safe, OW);
+    // With padding on the left the first vector of each row is the edge
+    // one; the blocks start after it.
+    bool leftEdge = colOffset < 0;
+    Value start = arith::MinSIOp::create(b, loc, idx(leftEdge ? lanes : 0), OW);
+    Value room = arith::MaxSIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, safe, start), idx(0));
     int64_t block = lanes * vectors;
-    Value blockEnd = roundDown(safe, block);
+    Value blockEnd =
+        arith::AddIOp::create(b, loc, start, roundDown(room, block));
     Value vecEnd = arith::AddIOp::create(
         b, loc, blockEnd,
-        roundDown(arith::SubIOp::create(b, loc, safe, blockEnd), lanes));
+        roundDown(
+            arith::MaxSIOp::create(
+                b, loc, arith::SubIOp::create(b, loc, safe, blockEnd), idx(0)),
+            lanes));
     Value fFull = roundDown(F, rows);
     forLoop(idx(0), N, 1, [&](Value n) {
       forLoop(idx(0), G, 1, [&](Value g) {
         auto channels = [&](Value f0, int64_t count) {
-          forLoop(idx(0), OH, 1, [&](Value oh) {
+          auto outputRow = [&](Value oh, bool guarded) {
             Value ih = arith::MulIOp::create(b, loc, oh, idx(sh));
-            Site at{n, g, f0, oh, ih};
-            forLoop(idx(0), blockEnd, block,
+            if (padded)
+              ih = arith::AddIOp::create(b, loc, ih, rowOffset);
+            Site at{n, g, f0, oh, ih, guarded};
+            if (leftEdge)
+              tile(at, count, idx(0), 1,
+                   arith::MinSIOp::create(b, loc, OW, idx(lanes)), true);
+            forLoop(start, blockEnd, block,
                     [&](Value ow0) { tile(at, count, ow0, vectors, Value()); });
             forLoop(blockEnd, vecEnd, lanes,
                     [&](Value ow0) { tile(at, count, ow0, 1, Value()); });
@@ -87,7 +123,30 @@ public:
             forLoop(vecEnd, OW, lanes, [&](Value ow0) {
               tile(at, count, ow0, 1, arith::SubIOp::create(b, loc, OW, ow0));
             });
-          });
+          };
+          if (!padded) {
+            forLoop(idx(0), OH, 1, [&](Value oh) { outputRow(oh, false); });
+            return;
+          }
+          // Rows whose window lies inside x run without the per-window-row
+          // check: [top, bottom) of OH.
+          Value top = arith::CeilDivSIOp::create(
+              b, loc, arith::SubIOp::create(b, loc, idx(0), rowOffset),
+              idx(sh));
+          top = arith::MinSIOp::create(
+              b, loc, arith::MaxSIOp::create(b, loc, top, idx(0)), OH);
+          Value lastStart = arith::SubIOp::create(
+              b, loc,
+              arith::SubIOp::create(b, loc, inHeight, idx(1 + (kh - 1) * dh)),
+              rowOffset);
+          Value bottom = arith::AddIOp::create(
+              b, loc, arith::FloorDivSIOp::create(b, loc, lastStart, idx(sh)),
+              idx(1));
+          bottom = arith::MinSIOp::create(
+              b, loc, arith::MaxSIOp::create(b, loc, bottom, top), OH);
+          forLoop(idx(0), top, 1, [&](Value oh) { outputRow(oh, true); });
+          forLoop(top, bottom, 1, [&](Value oh) { outputRow(oh, false); });
+          forLoop(bottom, OH, 1, [&](Value oh) { outputRow(oh, true); });
         };
         forLoop(idx(0), fFull, rows, [&](Value f0) { channels(f0, rows); });
         forLoop(fFull, F, 1, [&](Value f0) { channels(f0, 1); });
@@ -102,20 +161,46 @@ public:
 private:
   struct Site {
     Value n, g, f0, oh, ih;
+    /// Whether window rows may lie above or below x.
+    bool guarded;
   };
 
   /// `lanes` inputs sw apart from x[n, g, c, ih, iw]; `masked` loads only
   /// the floats inside the row.
   Value loadInput(const Site &s, Value c, Value ih, Value iw, bool masked) {
-    SmallVector<Value, 5> at{s.n, s.g, c, ih, iw};
     Value left = masked ? arith::SubIOp::create(b, loc, inWidth, iw).getResult()
                         : Value();
+    // Right padding may put a whole vector past the row: its mask is empty,
+    // but its address stays inside the buffer.
+    if (masked && padded)
+      iw = arith::MinSIOp::create(b, loc, iw, inWidth);
+    SmallVector<Value, 5> at{s.n, s.g, c, ih, iw};
     return loadStrided(x, at, lanes, sw, left);
   }
 
+  /// The first vector of a row when its window column `iw` (static) lies
+  /// left of the row: one load `lanes * sw` wide from x[.., iw] whose lanes
+  /// left of the row (and past its end) are masked off, so they read as
+  /// zeros and their memory is not touched.
+  Value loadLeftEdge(const Site &s, Value c, Value ih, int64_t iw) {
+    auto wideType = VectorType::get({lanes * sw}, b.getF32Type());
+    Value inside = arith::AndIOp::create(
+        b, loc, mask(wideType, arith::SubIOp::create(b, loc, inWidth, idx(iw))),
+        arith::XOrIOp::create(
+            b, loc, mask(wideType, idx(-iw)),
+            arith::ConstantOp::create(
+                b, loc,
+                DenseElementsAttr::get(
+                    VectorType::get({lanes * sw}, b.getI1Type()), true))));
+    SmallVector<Value, 5> at{s.n, s.g, c, ih, idx(iw)};
+    return loadStridedMasked(x, at, lanes, sw, inside);
+  }
+
   /// `count` output channels from f0 times `nv` vectors of row oh from ow0;
-  /// `valid` (outputs left in the row) masks a partial vector.
-  void tile(const Site &s, int64_t count, Value ow0, int64_t nv, Value valid) {
+  /// `valid` (outputs left in the row) masks a partial vector; `leftEdge`:
+  /// the row's first vector, whose first taps may lie left of x.
+  void tile(const Site &s, int64_t count, Value ow0, int64_t nv, Value valid,
+            bool leftEdge = false) {
     SmallVector<Value> fs, ows, iws;
     for (int64_t i = 0; i < count; ++i)
       fs.push_back(i ? arith::AddIOp::create(b, loc, s.f0, idx(i)) : s.f0);
@@ -123,6 +208,8 @@ private:
       Value ow = v ? arith::AddIOp::create(b, loc, ow0, idx(v * lanes)) : ow0;
       ows.push_back(ow);
       iws.push_back(arith::MulIOp::create(b, loc, ow, idx(sw)));
+      if (colOffset)
+        iws.back() = arith::AddIOp::create(b, loc, iws.back(), idx(colOffset));
     }
     auto outAt = [&](int64_t i, int64_t v) {
       return SmallVector<Value, 5>{s.n, s.g, fs[i], s.oh, ows[v]};
@@ -141,55 +228,102 @@ private:
           acc.push_back(
               vector::LoadOp::create(b, loc, vecType, out, outAt(i, v)));
       }
-    auto loop = scf::ForOp::create(
-        b, loc, idx(0), C, idx(1), acc,
-        [&](OpBuilder &, Location, Value c, ValueRange in) {
-          // One window row: kw taps, unrolled.
-          auto windowRow = [&](Value p, SmallVector<Value> sums) {
-            Value row = arith::AddIOp::create(
-                b, loc, s.ih, arith::MulIOp::create(b, loc, p, idx(dh)));
-            for (int64_t q = 0; q < kw; ++q) {
-              SmallVector<Value> inputs;
-              for (int64_t v = 0; v < nv; ++v)
-                inputs.push_back(loadInput(
-                    s, c, row,
-                    arith::AddIOp::create(b, loc, iws[v], idx(q * dw)),
-                    bool(valid)));
-              for (int64_t i = 0; i < count; ++i) {
-                Value weight = memref::LoadOp::create(
-                    b, loc, w, ValueRange{s.g, fs[i], c, p, idx(q)});
-                Value splat =
-                    vector::BroadcastOp::create(b, loc, vecType, weight);
-                for (int64_t v = 0; v < nv; ++v)
-                  sums[i * nv + v] = vector::FMAOp::create(
-                      b, loc, inputs[v], splat, sums[i * nv + v]);
-              }
-            }
-            return sums;
-          };
-          SmallVector<Value> sums(in.begin(), in.end());
+    // One window row of channel c: kw taps, unrolled.
+    auto taps = [&](Value c, Value p, Value row, SmallVector<Value> sums) {
+      for (int64_t q = 0; q < kw; ++q) {
+        SmallVector<Value> inputs;
+        for (int64_t v = 0; v < nv; ++v) {
+          if (leftEdge && q * dw + colOffset < 0)
+            inputs.push_back(loadLeftEdge(s, c, row, q * dw + colOffset));
+          else
+            inputs.push_back(loadInput(
+                s, c, row, arith::AddIOp::create(b, loc, iws[v], idx(q * dw)),
+                bool(valid)));
+        }
+        for (int64_t i = 0; i < count; ++i) {
+          Value weight = memref::LoadOp::create(
+              b, loc, w, ValueRange{s.g, fs[i], c, p, idx(q)});
+          Value splat = vector::BroadcastOp::create(b, loc, vecType, weight);
+          for (int64_t v = 0; v < nv; ++v)
+            sums[i * nv + v] = vector::FMAOp::create(b, loc, inputs[v], splat,
+                                                     sums[i * nv + v]);
+        }
+      }
+      return sums;
+    };
+    auto rowOf = [&](Value p) {
+      return arith::AddIOp::create(b, loc, s.ih,
+                                   arith::MulIOp::create(b, loc, p, idx(dh)))
+          .getResult();
+    };
+    // `body` over every channel of the group, carrying the accumulators.
+    auto overChannels =
+        [&](SmallVector<Value> sums,
+            function_ref<SmallVector<Value>(Value, SmallVector<Value>)> body) {
+          auto loop = scf::ForOp::create(
+              b, loc, idx(0), C, idx(1), sums,
+              [&](OpBuilder &, Location, Value c, ValueRange in) {
+                scf::YieldOp::create(
+                    b, loc, body(c, SmallVector<Value>(in.begin(), in.end())));
+              });
+          return SmallVector<Value>(loop.getResults());
+        };
+    // `body` over the window rows: unrolled for small windows; a large one
+    // (resnet's 7 x 7 stem) fully unrolled kept more values live than
+    // registers (LLVM hoisted loads and spilled accumulators, 37 GFLOPS),
+    // so its rows are a loop.
+    auto overWindowRows =
+        [&](SmallVector<Value> sums,
+            function_ref<SmallVector<Value>(Value, SmallVector<Value>)> body) {
           if (kh * kw <= kMaxUnrolledTaps) {
             for (int64_t p = 0; p < kh; ++p)
-              sums = windowRow(idx(p), sums);
-          } else {
-            // A large window (resnet's 7 x 7 stem) fully unrolled kept
-            // more values live than registers: LLVM hoisted loads and
-            // spilled accumulators, 37 GFLOPS. Its rows become a loop.
-            auto rows = scf::ForOp::create(
-                b, loc, idx(0), idx(kh), idx(1), sums,
-                [&](OpBuilder &, Location, Value p, ValueRange carried) {
-                  scf::YieldOp::create(
-                      b, loc,
-                      windowRow(p, SmallVector<Value>(carried.begin(),
-                                                      carried.end())));
-                });
-            sums = SmallVector<Value>(rows.getResults());
+              sums = body(idx(p), sums);
+            return sums;
           }
-          scf::YieldOp::create(b, loc, sums);
+          auto loop = scf::ForOp::create(
+              b, loc, idx(0), idx(kh), idx(1), sums,
+              [&](OpBuilder &, Location, Value p, ValueRange in) {
+                scf::YieldOp::create(
+                    b, loc, body(p, SmallVector<Value>(in.begin(), in.end())));
+              });
+          return SmallVector<Value>(loop.getResults());
+        };
+    SmallVector<Value> result;
+    if (!s.guarded) {
+      result = overChannels(acc, [&](Value c, SmallVector<Value> sums) {
+        return overWindowRows(sums, [&](Value p, SmallVector<Value> sums) {
+          return taps(c, p, rowOf(p), sums);
         });
+      });
+    } else {
+      // The top and bottom output rows: window rows outer, so that one
+      // above or below x is skipped whole, with no branch in the channel
+      // loop (with one, a stride-2 block of resnext101's layer2 took 1.77
+      // ms against 1.48 ms).
+      result = overWindowRows(acc, [&](Value p, SmallVector<Value> sums) {
+        Value row = rowOf(p);
+        Value cond = arith::AndIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, row,
+                                  idx(0)),
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row,
+                                  inHeight));
+        auto inside = scf::IfOp::create(b, loc, TypeRange(ValueRange(sums)),
+                                        cond, /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(inside.elseBlock());
+        scf::YieldOp::create(b, loc, sums);
+        b.setInsertionPointToStart(inside.thenBlock());
+        scf::YieldOp::create(
+            b, loc, overChannels(sums, [&](Value c, SmallVector<Value> sums) {
+              return taps(c, p, row, sums);
+            }));
+        return SmallVector<Value>(inside.getResults());
+      });
+    }
     for (int64_t i = 0; i < count; ++i)
       for (int64_t v = 0; v < nv; ++v) {
-        Value sum = loop.getResult(i * nv + v);
+        Value sum = result[i * nv + v];
         if (valid)
           vector::MaskedStoreOp::create(b, loc, out, outAt(i, v),
                                         mask(vecType, valid), sum);
@@ -198,8 +332,11 @@ private:
       }
   }
 
-  Value x, w, out, C, inWidth;
+  Value x, w, out, C, inHeight, inWidth;
   int64_t sh, sw, dh, dw, kh, kw, rows, lanes, vectors;
+  bool padded = false;
+  Value rowOffset;
+  int64_t colOffset = 0;
   VectorType vecType;
 };
 
@@ -219,24 +356,66 @@ struct VectorizeGroupedConvPass
           !wt.isDynamicDim(4))
         ops.push_back(op);
     });
+    // Padded inputs of these convolutions that the kernel can read in place.
+    llvm::DenseSet<Operation *> convs;
+    for (linalg::Conv2DNgchwGfchwOp op : ops)
+      convs.insert(op);
+    SmallVector<mcc::PaddedInput> padded;
+    llvm::DenseMap<Operation *, std::pair<size_t, memref::SubViewOp>> readers;
+    getOperation().walk([&](memref::AllocOp alloc) {
+      std::optional<mcc::PaddedInput> p = mcc::findPaddedInput(alloc, convs);
+      if (!p || p->low.size() != 5)
+        return;
+      for (memref::SubViewOp view : p->reads)
+        for (Operation *conv : view->getUsers())
+          readers[conv] = {padded.size(), view};
+      padded.push_back(std::move(*p));
+    });
+    // A window that starts further left than the first output vector holds
+    // keeps its padded buffer (and the buffer's other readers with it).
     for (linalg::Conv2DNgchwGfchwOp op : ops) {
-      OpBuilder b(op);
-      GroupedConvEmitter emitter(
-          b, op.getLoc(), op.getDpsInputs()[0], op.getDpsInputs()[1],
-          op.getDpsInits()[0], intsOf(op.getStrides()),
-          intsOf(op.getDilations()), rows, lanes, vectors);
+      auto it = readers.find(op);
+      if (it == readers.end())
+        continue;
+      mcc::PaddedInput &p = padded[it->second.first];
+      std::optional<int64_t> col =
+          getConstantIntValue(it->second.second.getMixedOffsets()[4]);
+      int64_t sw = intsOf(op.getStrides())[1];
+      if (!col || *col > p.low[4] || (p.low[4] - *col + sw - 1) / sw > lanes)
+        p.alloc = {};
+    }
+    for (linalg::Conv2DNgchwGfchwOp op : ops) {
       // The accumulator's fill (fused into the same tile) seeds the
-      // accumulators: the output is written once.
+      // accumulators: the output is written once. (Looked up before the
+      // source's view goes in between.)
       auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
-      if (fill && fill.hasPureBufferSemantics() &&
-          fill.getDpsInits()[0] == op.getDpsInits()[0] &&
-          fill.value().getType().isF32())
+      if (fill && (!fill.hasPureBufferSemantics() ||
+                   fill.getDpsInits()[0] != op.getDpsInits()[0] ||
+                   !fill.value().getType().isF32()))
+        fill = {};
+      OpBuilder b(op);
+      Value x = op.getDpsInputs()[0], rowOffset;
+      std::optional<int64_t> colOffset;
+      if (auto it = readers.find(op);
+          it != readers.end() && padded[it->second.first].alloc)
+        x = mcc::sourceTileOf(b, op.getLoc(), padded[it->second.first],
+                              it->second.second, rowOffset, colOffset);
+      GroupedConvEmitter emitter(b, op.getLoc(), x, op.getDpsInputs()[1],
+                                 op.getDpsInits()[0], intsOf(op.getStrides()),
+                                 intsOf(op.getDilations()), rows, lanes,
+                                 vectors);
+      if (rowOffset)
+        emitter.readInPlace(rowOffset, *colOffset);
+      if (fill)
         emitter.initValue = fill.value();
       emitter.emit();
       op->erase();
       if (emitter.initValue)
         fill->erase();
     }
+    for (mcc::PaddedInput &p : padded)
+      if (p.alloc)
+        mcc::erasePaddedInput(p);
   }
 };
 

@@ -69,3 +69,70 @@ func.func @large_window(%x: memref<1x1x3x38x38xf32>, %w: memref<1x8x3x7x7xf32>, 
     ins(%x, %w : memref<1x1x3x38x38xf32>, memref<1x8x3x7x7xf32>) outs(%o : memref<1x1x8x16x16xf32>)
   return
 }
+
+// A zero-padded input built as border fills plus a copy of the source into
+// the interior (a product's result cannot be written row-strided) is read
+// in place. The convolution reads a tile of rows of the padded buffer, as
+// mcc-tile-for-cpu leaves it: the kernel reads the same rows of the source
+// (row offset = tile row - 1), the first vector of a row masks off the
+// lanes left of it (column -1), window rows outside the source are skipped
+// in the top and bottom output rows with the window rows outside the
+// channel loop, and the buffer, its fills, the copy and their profile
+// marks go. The source's dealloc moves past the reads.
+// CHECK-LABEL: func.func @padded_in_place
+// CHECK: linalg.copy ins(%arg0
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: linalg.copy
+// CHECK: arith.subi %arg5, %c1
+// CHECK: %[[TILE:.*]] = memref.subview %arg4[0, 0, 0, 0, 0] [1, 2, 8, 20, 20] [1, 1, 1, 1, 1]
+// First the top rows: window rows outer, each under a check, the channel
+// loop inside it.
+// CHECK: scf.for
+// CHECK: scf.if
+// CHECK-NOT: scf.yield
+// CHECK: scf.for {{.*}} iter_args(
+// CHECK: vector.maskedload %[[TILE]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %c-1{{[_0-9]*}}]
+// CHECK-NOT: linalg.conv_2d_ngchw_gfchw
+// CHECK: memref.dealloc %arg4
+// CHECK-NOT: mcc_profile_mark
+// CHECK: return
+func.func private @mcc_profile_mark(i64)
+func.func @padded_in_place(%x: memref<1x2x8x20x20xf32>, %w: memref<2x8x8x3x3xf32>, %o: memref<1x2x8x10x20xf32>, %zero: f32, %src: memref<1x2x8x20x20xf32>, %row: index) {
+  %z = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : i64
+  %c1 = arith.constant 1 : i64
+  linalg.copy ins(%x : memref<1x2x8x20x20xf32>) outs(%src : memref<1x2x8x20x20xf32>)
+  %p = memref.alloc() : memref<1x2x8x22x22xf32>
+  %top = memref.subview %p[0, 0, 0, 0, 0] [1, 2, 8, 1, 22] [1, 1, 1, 1, 1] : memref<1x2x8x22x22xf32> to memref<1x2x8x1x22xf32, strided<[7744, 3872, 484, 22, 1]>>
+  func.call @mcc_profile_mark(%c0) : (i64) -> ()
+  linalg.fill ins(%z : f32) outs(%top : memref<1x2x8x1x22xf32, strided<[7744, 3872, 484, 22, 1]>>)
+  %in = memref.subview %p[0, 0, 0, 1, 1] [1, 2, 8, 20, 20] [1, 1, 1, 1, 1] : memref<1x2x8x22x22xf32> to memref<1x2x8x20x20xf32, strided<[7744, 3872, 484, 22, 1], offset: 23>>
+  func.call @mcc_profile_mark(%c1) : (i64) -> ()
+  memref.copy %src, %in : memref<1x2x8x20x20xf32> to memref<1x2x8x20x20xf32, strided<[7744, 3872, 484, 22, 1], offset: 23>>
+  memref.dealloc %src : memref<1x2x8x20x20xf32>
+  %v = memref.subview %p[0, 0, 0, %row, 0] [1, 2, 8, 12, 22] [1, 1, 1, 1, 1] : memref<1x2x8x22x22xf32> to memref<1x2x8x12x22xf32, strided<[7744, 3872, 484, 22, 1], offset: ?>>
+  linalg.fill ins(%zero : f32) outs(%o : memref<1x2x8x10x20xf32>)
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%v, %w : memref<1x2x8x12x22xf32, strided<[7744, 3872, 484, 22, 1], offset: ?>>, memref<2x8x8x3x3xf32>) outs(%o : memref<1x2x8x10x20xf32>)
+  memref.dealloc %p : memref<1x2x8x22x22xf32>
+  return
+}
+
+// A window that starts further left than the first output vector holds (12
+// columns of padding, 8 lanes) keeps the padded buffer.
+// CHECK-LABEL: func.func @pad_too_wide
+// CHECK: memref.alloc
+// CHECK: memref.copy
+// CHECK: vector.load %{{.*}} : memref<1x1x4x10x34xf32>
+func.func @pad_too_wide(%x: memref<1x1x4x8x10xf32>, %w: memref<1x4x4x3x3xf32>, %o: memref<1x1x4x8x32xf32>) {
+  %z = arith.constant 0.0 : f32
+  %p = memref.alloc() : memref<1x1x4x10x34xf32>
+  linalg.fill ins(%z : f32) outs(%p : memref<1x1x4x10x34xf32>)
+  %in = memref.subview %p[0, 0, 0, 1, 12] [1, 1, 4, 8, 10] [1, 1, 1, 1, 1] : memref<1x1x4x10x34xf32> to memref<1x1x4x8x10xf32, strided<[1360, 1360, 340, 34, 1], offset: 46>>
+  memref.copy %x, %in : memref<1x1x4x8x10xf32> to memref<1x1x4x8x10xf32, strided<[1360, 1360, 340, 34, 1], offset: 46>>
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%p, %w : memref<1x1x4x10x34xf32>, memref<1x4x4x3x3xf32>) outs(%o : memref<1x1x4x8x32xf32>)
+  memref.dealloc %p : memref<1x1x4x10x34xf32>
+  return
+}
