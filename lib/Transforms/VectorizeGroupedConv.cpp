@@ -144,12 +144,26 @@ public:
               idx(1));
           bottom = arith::MinSIOp::create(
               b, loc, arith::MaxSIOp::create(b, loc, bottom, top), OH);
-          forLoop(idx(0), top, 1, [&](Value oh) { outputRow(oh, true); });
           forLoop(top, bottom, 1, [&](Value oh) { outputRow(oh, false); });
-          forLoop(bottom, OH, 1, [&](Value oh) { outputRow(oh, true); });
+          // The top rows and then the bottom ones, in one loop: one copy of
+          // the guarded code.
+          Value edgeRows = arith::AddIOp::create(
+              b, loc, top, arith::SubIOp::create(b, loc, OH, bottom));
+          forLoop(idx(0), edgeRows, 1, [&](Value i) {
+            Value below = arith::AddIOp::create(
+                b, loc, bottom, arith::SubIOp::create(b, loc, i, top));
+            Value inTop = arith::CmpIOp::create(
+                b, loc, arith::CmpIPredicate::slt, i, top);
+            outputRow(arith::SelectOp::create(b, loc, inTop, i, below), true);
+          });
         };
         forLoop(idx(0), fFull, rows, [&](Value f0) { channels(f0, rows); });
-        forLoop(fFull, F, 1, [&](Value f0) { channels(f0, 1); });
+        // Single channels after the blocks, unless F is known to need none
+        // (ResNeXt's 8 to 64 per group): each copy of the row code costs
+        // compile time.
+        int64_t staticF = cast<MemRefType>(out.getType()).getDimSize(2);
+        if (ShapedType::isDynamic(staticF) || staticF % rows)
+          forLoop(fFull, F, 1, [&](Value f0) { channels(f0, 1); });
       });
     });
   }
