@@ -115,6 +115,14 @@ public:
             if (leftEdge)
               tile(at, count, idx(0), 1,
                    arith::MinSIOp::create(b, loc, OW, idx(lanes)), true);
+            if (guarded) {
+              // The few top and bottom rows: single masked vectors only,
+              // less code to compile.
+              forLoop(start, OW, lanes, [&](Value ow0) {
+                tile(at, count, ow0, 1, arith::SubIOp::create(b, loc, OW, ow0));
+              });
+              return;
+            }
             forLoop(start, blockEnd, block,
                     [&](Value ow0) { tile(at, count, ow0, vectors, Value()); });
             forLoop(blockEnd, vecEnd, lanes,
