@@ -103,4 +103,68 @@ Value VectorKernelBuilder::loadStridedMasked(Value x, ValueRange at,
   return vector::ShuffleOp::create(b, loc, wide, wide, every);
 }
 
+VectorKernelBuilder::RowSpans
+VectorKernelBuilder::rowSpans(Value inWidth, Value outWidth, int64_t kw,
+                              int64_t dw, int64_t sw, int64_t colOffset,
+                              int64_t lanes, int64_t vectors) {
+  // Outputs whose `sw`-float input blocks all lie inside the row: their
+  // wide loads need no mask.
+  Value span =
+      arith::SubIOp::create(b, loc, inWidth, idx((kw - 1) * dw + colOffset));
+  Value safe = arith::MaxSIOp::create(
+      b, loc, arith::DivSIOp::create(b, loc, span, idx(sw)), idx(0));
+  safe = arith::MinSIOp::create(b, loc, safe, outWidth);
+  // With padding on the left the first vector of each row is the edge one;
+  // the blocks start after it.
+  Value start =
+      arith::MinSIOp::create(b, loc, idx(colOffset < 0 ? lanes : 0), outWidth);
+  Value room = arith::MaxSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, safe, start), idx(0));
+  Value blockEnd =
+      arith::AddIOp::create(b, loc, start, roundDown(room, lanes * vectors));
+  Value vecEnd = arith::AddIOp::create(
+      b, loc, blockEnd,
+      roundDown(
+          arith::MaxSIOp::create(
+              b, loc, arith::SubIOp::create(b, loc, safe, blockEnd), idx(0)),
+          lanes));
+  return {start, blockEnd, vecEnd};
+}
+
+std::pair<Value, Value> VectorKernelBuilder::rowsInside(Value inHeight,
+                                                        Value outHeight,
+                                                        Value rowOffset,
+                                                        int64_t kh, int64_t dh,
+                                                        int64_t sh) {
+  Value top = arith::CeilDivSIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, idx(0), rowOffset), idx(sh));
+  top = arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, top, idx(0)), outHeight);
+  Value lastStart = arith::SubIOp::create(
+      b, loc, arith::SubIOp::create(b, loc, inHeight, idx(1 + (kh - 1) * dh)),
+      rowOffset);
+  Value bottom = arith::AddIOp::create(
+      b, loc, arith::FloorDivSIOp::create(b, loc, lastStart, idx(sh)), idx(1));
+  bottom = arith::MinSIOp::create(
+      b, loc, arith::MaxSIOp::create(b, loc, bottom, top), outHeight);
+  return {top, bottom};
+}
+
+Value VectorKernelBuilder::loadLeftEdge(Value x, ValueRange at, Value inWidth,
+                                        int64_t iw, int64_t lanes,
+                                        int64_t stride) {
+  auto wideType = VectorType::get({lanes * stride}, b.getF32Type());
+  Value inside = arith::AndIOp::create(
+      b, loc, mask(wideType, arith::SubIOp::create(b, loc, inWidth, idx(iw))),
+      arith::XOrIOp::create(
+          b, loc, mask(wideType, idx(-iw)),
+          arith::ConstantOp::create(
+              b, loc,
+              DenseElementsAttr::get(
+                  VectorType::get({lanes * stride}, b.getI1Type()), true))));
+  SmallVector<Value, 5> indices(at.begin(), at.end());
+  indices.push_back(idx(iw));
+  return loadStridedMasked(x, indices, lanes, stride, inside);
+}
+
 } // namespace mcc

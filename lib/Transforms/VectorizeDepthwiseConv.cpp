@@ -38,6 +38,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+
+#include <tuple>
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mcc {
@@ -169,29 +171,11 @@ public:
     Value N = dim(out, 0), C = dim(out, 1), OH = dim(out, 2), OW = dim(out, 3);
     inWidth = dim(x, 3);
     inHeight = dim(x, 2);
-    // Outputs whose `sw`-float input blocks all lie inside the row: their
-    // wide loads need no mask.
-    Value span =
-        arith::SubIOp::create(b, loc, inWidth, idx((kw - 1) * dw + colOffset));
-    Value safe = arith::MaxSIOp::create(
-        b, loc, arith::DivSIOp::create(b, loc, span, idx(sw)), idx(0));
-    safe = arith::MinSIOp::create(b, loc, safe, OW);
-    // With padding on the left the first vector of each row is the edge
-    // one; the blocks start after it.
-    bool leftEdge = colOffset < 0;
-    Value first = idx(leftEdge ? lanes : 0);
-    Value start = arith::MinSIOp::create(b, loc, first, OW);
-    Value room = arith::MaxSIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, safe, start), idx(0));
+    RowSpans spans =
+        rowSpans(inWidth, OW, kw, dw, sw, colOffset, lanes, vectors);
+    Value start = spans.start, blockEnd = spans.blockEnd, vecEnd = spans.vecEnd;
     int64_t block = lanes * vectors;
-    Value blockEnd =
-        arith::AddIOp::create(b, loc, start, roundDown(room, block));
-    Value vecEnd = arith::AddIOp::create(
-        b, loc, blockEnd,
-        roundDown(
-            arith::MaxSIOp::create(
-                b, loc, arith::SubIOp::create(b, loc, safe, blockEnd), idx(0)),
-            lanes));
+    bool leftEdge = colOffset < 0;
     forLoop(idx(0), N, 1, [&](Value n) {
       forLoop(idx(0), C, 1, [&](Value c) {
         weights.clear();
@@ -227,19 +211,8 @@ public:
         }
         // Rows whose window lies inside x run without the per-window-row
         // check: [top, bottom) of OH.
-        Value top = arith::CeilDivSIOp::create(
-            b, loc, arith::SubIOp::create(b, loc, idx(0), rowOffset), idx(sh));
-        top = arith::MinSIOp::create(
-            b, loc, arith::MaxSIOp::create(b, loc, top, idx(0)), OH);
-        Value lastStart = arith::SubIOp::create(
-            b, loc,
-            arith::SubIOp::create(b, loc, inHeight, idx(1 + (kh - 1) * dh)),
-            rowOffset);
-        Value bottom = arith::AddIOp::create(
-            b, loc, arith::FloorDivSIOp::create(b, loc, lastStart, idx(sh)),
-            idx(1));
-        bottom = arith::MinSIOp::create(
-            b, loc, arith::MaxSIOp::create(b, loc, bottom, top), OH);
+        Value top, bottom;
+        std::tie(top, bottom) = rowsInside(inHeight, OH, rowOffset, kh, dh, sh);
         forLoop(idx(0), top, 1, [&](Value oh) { outputRow(oh, true); });
         forLoop(top, bottom, 1, [&](Value oh) { outputRow(oh, false); });
         forLoop(bottom, OH, 1, [&](Value oh) { outputRow(oh, true); });
@@ -259,25 +232,6 @@ private:
       iw = arith::MinSIOp::create(b, loc, iw, inWidth);
     SmallVector<Value, 4> at{n, c, ih, iw};
     return loadStrided(x, at, lanes, sw, left);
-  }
-
-  /// The first vector of a row when its window column `iw` (static) lies
-  /// left of the row: one load `lanes * sw` wide from x[.., iw] whose lanes
-  /// left of the row (and past its end) are masked off, so they read as
-  /// zeros and their memory is not touched. A load from the row's start and
-  /// a shuffle that shifted zeros in ran 2.5x slower (vexpandps on Zen 4).
-  Value loadLeftEdge(Value n, Value c, Value ih, int64_t iw) {
-    auto wideType = VectorType::get({lanes * sw}, b.getF32Type());
-    Value inside = arith::AndIOp::create(
-        b, loc, mask(wideType, arith::SubIOp::create(b, loc, inWidth, idx(iw))),
-        arith::XOrIOp::create(
-            b, loc, mask(wideType, idx(-iw)),
-            arith::ConstantOp::create(
-                b, loc,
-                DenseElementsAttr::get(
-                    VectorType::get({lanes * sw}, b.getI1Type()), true))));
-    SmallVector<Value, 4> at{n, c, ih, idx(iw)};
-    return loadStridedMasked(x, at, lanes, sw, inside);
   }
 
   /// `count` output vectors from ow0 of row (n, c, oh); `valid` (the
@@ -321,7 +275,8 @@ private:
         for (int64_t v = 0; v < count; ++v) {
           Value in;
           if (leftEdge && j * dw + colOffset < 0) {
-            in = loadLeftEdge(n, c, row, j * dw + colOffset);
+            in = loadLeftEdge(x, ValueRange{n, c, row}, inWidth,
+                              j * dw + colOffset, lanes, sw);
           } else {
             Value iw = arith::AddIOp::create(
                 b, loc, arith::MulIOp::create(b, loc, ows[v], idx(sw)),

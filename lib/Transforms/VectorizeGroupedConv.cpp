@@ -34,6 +34,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <tuple>
+
 namespace mcc {
 #define GEN_PASS_DEF_VECTORIZEGROUPEDCONV
 #include "mcc/Transforms/Passes.h.inc"
@@ -81,28 +83,11 @@ public:
     C = dim(x, 2);
     inHeight = dim(x, 3);
     inWidth = dim(x, 4);
-    // Outputs whose `sw`-float input blocks all lie inside the row: their
-    // wide loads need no mask.
-    Value span =
-        arith::SubIOp::create(b, loc, inWidth, idx((kw - 1) * dw + colOffset));
-    Value safe = arith::MaxSIOp::create(
-        b, loc, arith::DivSIOp::create(b, loc, span, idx(sw)), idx(0));
-    safe = arith::MinSIOp::create(b, loc, safe, OW);
-    // With padding on the left the first vector of each row is the edge
-    // one; the blocks start after it.
-    bool leftEdge = colOffset < 0;
-    Value start = arith::MinSIOp::create(b, loc, idx(leftEdge ? lanes : 0), OW);
-    Value room = arith::MaxSIOp::create(
-        b, loc, arith::SubIOp::create(b, loc, safe, start), idx(0));
+    RowSpans spans =
+        rowSpans(inWidth, OW, kw, dw, sw, colOffset, lanes, vectors);
+    Value start = spans.start, blockEnd = spans.blockEnd, vecEnd = spans.vecEnd;
     int64_t block = lanes * vectors;
-    Value blockEnd =
-        arith::AddIOp::create(b, loc, start, roundDown(room, block));
-    Value vecEnd = arith::AddIOp::create(
-        b, loc, blockEnd,
-        roundDown(
-            arith::MaxSIOp::create(
-                b, loc, arith::SubIOp::create(b, loc, safe, blockEnd), idx(0)),
-            lanes));
+    bool leftEdge = colOffset < 0;
     Value fFull = roundDown(F, rows);
     forLoop(idx(0), N, 1, [&](Value n) {
       forLoop(idx(0), G, 1, [&](Value g) {
@@ -138,20 +123,9 @@ public:
           }
           // Rows whose window lies inside x run without the per-window-row
           // check: [top, bottom) of OH.
-          Value top = arith::CeilDivSIOp::create(
-              b, loc, arith::SubIOp::create(b, loc, idx(0), rowOffset),
-              idx(sh));
-          top = arith::MinSIOp::create(
-              b, loc, arith::MaxSIOp::create(b, loc, top, idx(0)), OH);
-          Value lastStart = arith::SubIOp::create(
-              b, loc,
-              arith::SubIOp::create(b, loc, inHeight, idx(1 + (kh - 1) * dh)),
-              rowOffset);
-          Value bottom = arith::AddIOp::create(
-              b, loc, arith::FloorDivSIOp::create(b, loc, lastStart, idx(sh)),
-              idx(1));
-          bottom = arith::MinSIOp::create(
-              b, loc, arith::MaxSIOp::create(b, loc, bottom, top), OH);
+          Value top, bottom;
+          std::tie(top, bottom) =
+              rowsInside(inHeight, OH, rowOffset, kh, dh, sh);
           forLoop(top, bottom, 1, [&](Value oh) { outputRow(oh, false); });
           // The top rows and then the bottom ones, in one loop: one copy of
           // the guarded code.
@@ -200,24 +174,6 @@ private:
     return loadStrided(x, at, lanes, sw, left);
   }
 
-  /// The first vector of a row when its window column `iw` (static) lies
-  /// left of the row: one load `lanes * sw` wide from x[.., iw] whose lanes
-  /// left of the row (and past its end) are masked off, so they read as
-  /// zeros and their memory is not touched.
-  Value loadLeftEdge(const Site &s, Value c, Value ih, int64_t iw) {
-    auto wideType = VectorType::get({lanes * sw}, b.getF32Type());
-    Value inside = arith::AndIOp::create(
-        b, loc, mask(wideType, arith::SubIOp::create(b, loc, inWidth, idx(iw))),
-        arith::XOrIOp::create(
-            b, loc, mask(wideType, idx(-iw)),
-            arith::ConstantOp::create(
-                b, loc,
-                DenseElementsAttr::get(
-                    VectorType::get({lanes * sw}, b.getI1Type()), true))));
-    SmallVector<Value, 5> at{s.n, s.g, c, ih, idx(iw)};
-    return loadStridedMasked(x, at, lanes, sw, inside);
-  }
-
   /// `count` output channels from f0 times `nv` vectors of row oh from ow0;
   /// `valid` (outputs left in the row) masks a partial vector; `leftEdge`:
   /// the row's first vector, whose first taps may lie left of x.
@@ -256,7 +212,9 @@ private:
         SmallVector<Value> inputs;
         for (int64_t v = 0; v < nv; ++v) {
           if (leftEdge && q * dw + colOffset < 0)
-            inputs.push_back(loadLeftEdge(s, c, row, q * dw + colOffset));
+            inputs.push_back(loadLeftEdge(x, ValueRange{s.n, s.g, c, row},
+                                          inWidth, q * dw + colOffset, lanes,
+                                          sw));
           else
             inputs.push_back(loadInput(
                 s, c, row, arith::AddIOp::create(b, loc, iws[v], idx(q * dw)),

@@ -17,6 +17,8 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <utility>
+
 namespace mcc {
 
 /// An f32 memref whose rows (the last dim) are unit-stride, so that the
@@ -72,6 +74,35 @@ protected:
   mlir::Value loadStridedMasked(mlir::Value x, mlir::ValueRange at,
                                 int64_t lanes, int64_t stride,
                                 mlir::Value wideMask);
+
+  // A convolution window over rows of x read in place, with its zero
+  // padding implicit: input column iw of an output row is x's column
+  // iw + colOffset (colOffset <= 0), input row ih is x's ih + rowOffset.
+
+  /// A row's outputs by how their loads are masked: [start, blockEnd) in
+  /// blocks of `lanes * vectors`, [blockEnd, vecEnd) single vectors, both
+  /// with every tap inside the row; before `start` (when colOffset < 0) the
+  /// row's first, left-edge vector; from vecEnd on, masked vectors.
+  struct RowSpans {
+    mlir::Value start, blockEnd, vecEnd;
+  };
+  RowSpans rowSpans(mlir::Value inWidth, mlir::Value outWidth, int64_t kw,
+                    int64_t dw, int64_t sw, int64_t colOffset, int64_t lanes,
+                    int64_t vectors);
+  /// The output rows [top, bottom) whose window rows all lie inside x's
+  /// `inHeight` rows.
+  std::pair<mlir::Value, mlir::Value>
+  rowsInside(mlir::Value inHeight, mlir::Value outHeight, mlir::Value rowOffset,
+             int64_t kh, int64_t dh, int64_t sh);
+  /// The first vector of a row when its window column `iw` (static) lies
+  /// left of the row: one load `lanes * stride` wide from x[at..., iw] whose
+  /// lanes left of the row (and past its end, `inWidth`) are masked off, so
+  /// they read as zeros and their memory is not touched. A load from the
+  /// row's start and a shuffle that shifted zeros in ran 2.5x slower
+  /// (vexpandps on Zen 4).
+  mlir::Value loadLeftEdge(mlir::Value x, mlir::ValueRange at,
+                           mlir::Value inWidth, int64_t iw, int64_t lanes,
+                           int64_t stride);
 
   mlir::OpBuilder &b;
   mlir::Location loc;
