@@ -236,6 +236,8 @@ public:
     int64_t chunk = direct
                         ? shape.panels * nr
                         : cast<MemRefType>(pack.getType()).getDimSize(0) * nr;
+    if (fusedPack)
+      chunk = nr;
     forLoop(idx(0), K, shape.kBlock, [&](Value k0) {
       Value kEnd = arith::MinSIOp::create(
           b, loc, arith::AddIOp::create(b, loc, k0, idx(shape.kBlock)), K);
@@ -287,7 +289,7 @@ private:
   /// in memory (often a multiple of 4 KiB, so they collide in the same L1
   /// sets), a panel's are not.
   void packPanels(Value k0, Value kEnd, Value c0, Value cEnd, Value cols) {
-    if (direct)
+    if (direct || fusedPack)
       return;
     int64_t nr = shape.vectors * shape.lanes;
     forLoop(k0, kEnd, 1, [&](Value k) {
@@ -333,12 +335,20 @@ private:
       } else if (left) {
         tail = {left};
       }
-      forLoop(idx(0), idx(full * shape.rows), shape.rows, [&](Value m0) {
+      // With fusedPack the first block reads B in place and fills the
+      // panel that the others read.
+      int64_t start = 0;
+      if (fusedPack && full) {
+        kernel(shape.rows, idx(0), n0, cols, k0, kEnd, panel, true);
+        start = shape.rows;
+      }
+      forLoop(idx(start), idx(full * shape.rows), shape.rows, [&](Value m0) {
         kernel(shape.rows, m0, n0, cols, k0, kEnd, panel);
       });
-      int64_t start = full * shape.rows;
-      for (int64_t rows : tail) {
-        kernel(rows, idx(start), n0, cols, k0, kEnd, panel);
+      start = full * shape.rows;
+      for (auto [i, rows] : llvm::enumerate(tail)) {
+        kernel(rows, idx(start), n0, cols, k0, kEnd, panel,
+               fusedPack && !full && i == 0);
         start += rows;
       }
       return;
@@ -402,8 +412,10 @@ private:
   }
 
   /// rows x vectors accumulators live across the K loop as iter_args.
+  /// `packing`: this block reads B in place and stores each vector into
+  /// the panel for the blocks after it (fusedPack).
   void kernel(int64_t rows, Value m0, Value n0, Value cols, Value k0,
-              Value kEnd, Value panel) {
+              Value kEnd, Value panel, bool packing = false) {
     SmallVector<Value> rowIdx;
     for (int64_t i = 0; i < rows; ++i)
       rowIdx.push_back(i ? arith::AddIOp::create(b, loc, m0, idx(i)) : m0);
@@ -469,13 +481,35 @@ private:
                   ValueRange{packedAt[0].first, ahead, idx(j)},
                   /*isWrite=*/false, /*localityHint=*/3, /*isDataCache=*/true);
           }
-          for (int64_t j = 0; j < shape.vectors; ++j)
+          if (packing) {
+            // B's rows are pages apart: fetch them ahead of the loads.
+            Value ahead = arith::MinSIOp::create(
+                b, loc, arith::AddIOp::create(b, loc, k, idx(kPrefetchRows)),
+                lastK);
+            for (int64_t j = 0; j < shape.vectors; ++j)
+              if (j * shape.lanes % kFloatsPerLine == 0)
+                memref::PrefetchOp::create(
+                    b, loc, bm,
+                    at({ahead, arith::AddIOp::create(b, loc, n0,
+                                                     idx(j * shape.lanes))}),
+                    /*isWrite=*/false, /*localityHint=*/3,
+                    /*isDataCache=*/true);
+          }
+          for (int64_t j = 0; j < shape.vectors; ++j) {
+            if (packing) {
+              bv.push_back(load(bm, k, n0, cols, j));
+              vector::StoreOp::create(
+                  b, loc, bv.back(), pack,
+                  ValueRange{panel, row, idx(j * shape.lanes)});
+              continue;
+            }
             bv.push_back(
                 prepacked ? loadPrepacked(k, packedAt[j], cols, j)
                 : direct  ? load(bm, k, n0, cols, j)
                           : vector::LoadOp::create(
                                 b, loc, vecType, pack,
                                 ValueRange{panel, row, idx(j * shape.lanes)}));
+          }
           for (int64_t i = 0; i < rows; ++i) {
             // A broadcast over the batch (a 2-D A) takes no batch index.
             SmallVector<Value> aIdx =
@@ -723,6 +757,11 @@ public:
   bool prefetchPacked = true;
   /// Applied to C in the last K block (2-D products only).
   std::optional<Epilogue> epilogue;
+  /// The first row block of each panel packs it as it computes (a static
+  /// M): a separate copy loop ran at load/store speed, about a fifth of a
+  /// 64 x 256 x 3136 product's time, where inside the kernel the stores
+  /// hide behind its fmas.
+  bool fusedPack = false;
 
 private:
   /// Rows of B fetched ahead of the packing copy, and 64-byte cache lines.
@@ -1144,7 +1183,19 @@ struct RegisterTileMatmulPass
       Value column = isa<linalg::MatmulOp>(op) && hasUnitInnerStride(a)
                          ? columnVector(b, loc, bm)
                          : Value();
-      Value pack = column ? Value() : allocatePack(b, loc, c, opShape);
+      // A panel packed by its first row block is read right after by the
+      // others: one panel's slot, which stays in L1. Only for a K of a whole
+      // K block or more: with K = 64 (Winograd's 16 x 64 x 784 products)
+      // the first block's 64 steps could not hide the fetch of B's rows,
+      // and those products ran 40% slower than with the copy loop.
+      bool fused =
+          fusePacks &&
+          !ShapedType::isDynamic(cType.getDimSize(cType.getRank() - 2)) &&
+          !ShapedType::isDynamic(staticK) && staticK >= kBlock;
+      KernelShape packShape = opShape;
+      if (fused)
+        packShape.panels = 1;
+      Value pack = column ? Value() : allocatePack(b, loc, c, packShape);
       Value dotPack;
       if (int64_t tail = column ? 0 : dotTailColumns(a, c, shape.lanes))
         dotPack = memref::AllocaOp::create(
@@ -1204,6 +1255,7 @@ struct RegisterTileMatmulPass
         emitter.dotPackReady = dotPackReady;
         emitter.prefetchPacked = !sharedB;
         emitter.epilogue = epilogue;
+        emitter.fusedPack = fused && pack;
         emitter.emit();
       } else {
         Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -1215,6 +1267,7 @@ struct RegisterTileMatmulPass
                                  nb, l, a, bm, c, ValueRange{i}, pack, opShape);
                              emitter.initValue = init;
                              emitter.dotPack = dotPack;
+                             emitter.fusedPack = fused && pack;
                              emitter.emit();
                              scf::YieldOp::create(nb, l);
                            });

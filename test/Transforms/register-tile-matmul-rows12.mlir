@@ -1,4 +1,4 @@
-// RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-register-tile-matmul{rows=12 vectors=2 lanes=16}))' --verify-each | FileCheck %s
+// RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-register-tile-matmul{rows=12 vectors=2 lanes=16 fuse-packs=false}))' --verify-each | FileCheck %s
 
 // The AVX-512 pipeline's block: 12 rows x 2 vectors of 16 lanes, 24
 // accumulators of the 32 zmm registers.

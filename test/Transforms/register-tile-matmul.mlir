@@ -1,5 +1,7 @@
-// RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-register-tile-matmul{rows=4 vectors=2 lanes=8 k-block=64 panels=2}))' --verify-each | FileCheck %s
+// RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-register-tile-matmul{rows=4 vectors=2 lanes=8 k-block=64 panels=2 fuse-packs=false}))' --verify-each | FileCheck %s
 
+// (fuse-packs=false: the copy loop; register-tile-matmul-fused-pack.mlir
+// tests the pack made by the first row block.)
 // A 4 x (2 * 8) register block: B is packed two 16-column panels at a time
 // into a stack buffer of 2 x k-block x 16 floats, each row of B walked
 // across both panels; then 8 accumulators (4 rows x 2 vectors) ride the K

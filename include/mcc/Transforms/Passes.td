@@ -315,6 +315,9 @@ def RegisterTileMatmul
            "Read weights that are only ever B of the kernel's products as "
            "[N / nr][K][nr] panels, and mark the function "
            "mcc.packed_weights so their records are written that way">,
+    Option<"fusePacks", "fuse-packs", "bool", "true",
+           "With a static M, the first row block of each B panel packs it "
+           "while it computes, instead of a copy loop before the kernels">,
     Option<"shareBPacks", "share-b-packs", "bool", "true",
            "Pack a B that several tiles of a tile loop read (a tall "
            "product's activation) once, before the loop, into a heap "
