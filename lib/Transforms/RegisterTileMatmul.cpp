@@ -446,6 +446,8 @@ private:
           });
       acc.assign(choose.getResults().begin(), choose.getResults().end());
     }
+    if (epilogue && !cols)
+      prefetchEpilogue(rowIdx, n0);
     // Pre-packed B: vector j's panel and column in it, fixed along K.
     SmallVector<std::pair<Value, Value>> packedAt;
     if (prepacked) {
@@ -561,6 +563,34 @@ private:
           storeC();
           scf::YieldOp::create(b, loc);
         });
+  }
+
+  /// In the last K block, fetches the lines of the block that the epilogue
+  /// reads at C's index (a residual) and those it writes, while the K loop
+  /// runs: a short K (64 for a ResNet block's last 1x1 convolution) left
+  /// their misses exposed after the loop.
+  void prefetchEpilogue(ArrayRef<Value> rowIdx, Value n0) {
+    scf::IfOp::create(b, loc, lastBlock, [&](OpBuilder &, Location) {
+      linalg::GenericOp op = epilogue->op;
+      SmallVector<std::pair<Value, bool>> targets;
+      for (OpOperand *in : op.getDpsInputOperands())
+        if (in->getOperandNumber() != epilogue->cInput &&
+            readOf(op.getMatchingIndexingMap(in)) == EpilogueRead::Full)
+          targets.push_back({in->get(), false});
+      for (Value out : op.getDpsInits())
+        targets.push_back({out, true});
+      for (Value row : rowIdx)
+        for (int64_t j = 0; j < shape.vectors; ++j) {
+          if (j * shape.lanes % kFloatsPerLine)
+            continue;
+          Value col = arith::AddIOp::create(b, loc, n0, idx(j * shape.lanes));
+          for (auto [mem, write] : targets)
+            memref::PrefetchOp::create(b, loc, mem, ValueRange{row, col}, write,
+                                       /*localityHint=*/3,
+                                       /*isDataCache=*/true);
+        }
+      scf::YieldOp::create(b, loc);
+    });
   }
 
   /// Broadcasts a scalar to a vector of `lanes`; vectors pass through.

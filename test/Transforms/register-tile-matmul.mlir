@@ -253,6 +253,12 @@ func.func @three_vectors(%a: memref<8x64xf32>, %b: memref<64x25xf32>, %c: memref
 // CHECK: memref.alloca_scope
 // CHECK: %[[LAST:.*]] = arith.cmpi eq
 // CHECK: scf.for
+// Before the K loop of the last K block, the residual's lines and the
+// output's (for writing) are fetched for the block's rows.
+// CHECK: scf.if %[[LAST]] {
+// CHECK: memref.prefetch %[[R]][{{.*}}], read
+// CHECK: memref.prefetch %[[YV]][{{.*}}], write
+// CHECK: scf.for {{.*}} iter_args
 // CHECK: scf.if %[[LAST]] {
 // CHECK-NOT: %[[C]]
 // CHECK: memref.load %[[BIAS]]
