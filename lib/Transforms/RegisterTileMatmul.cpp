@@ -448,6 +448,8 @@ private:
     }
     if (epilogue && !cols)
       prefetchEpilogue(rowIdx, n0);
+    else if (!epilogue && initValue && !cols)
+      prefetchFirstStores(rowIdx, n0, k0);
     // Pre-packed B: vector j's panel and column in it, fixed along K.
     SmallVector<std::pair<Value, Value>> packedAt;
     if (prepacked) {
@@ -588,6 +590,26 @@ private:
             memref::PrefetchOp::create(b, loc, mem, ValueRange{row, col}, write,
                                        /*localityHint=*/3,
                                        /*isDataCache=*/true);
+        }
+      scf::YieldOp::create(b, loc);
+    });
+  }
+
+  /// In the first K block of a product that starts from its fill (C is not
+  /// read), fetches C's lines for writing while the K loop runs (Winograd's
+  /// batched products, K = 64, store their whole block right after it).
+  void prefetchFirstStores(ArrayRef<Value> rowIdx, Value n0, Value k0) {
+    Value first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, k0, idx(0));
+    scf::IfOp::create(b, loc, first, [&](OpBuilder &, Location) {
+      for (Value row : rowIdx)
+        for (int64_t j = 0; j < shape.vectors; ++j) {
+          if (j * shape.lanes % kFloatsPerLine)
+            continue;
+          Value col = arith::AddIOp::create(b, loc, n0, idx(j * shape.lanes));
+          memref::PrefetchOp::create(b, loc, c, at({row, col}),
+                                     /*isWrite=*/true, /*localityHint=*/3,
+                                     /*isDataCache=*/true);
         }
       scf::YieldOp::create(b, loc);
     });

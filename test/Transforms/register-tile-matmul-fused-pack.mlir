@@ -59,3 +59,22 @@ func.func @dynamic_m(%a: memref<?x128xf32>, %b: memref<128x40xf32>, %c: memref<?
   linalg.matmul ins(%a, %b : memref<?x128xf32>, memref<128x40xf32>) outs(%c : memref<?x40xf32>)
   return
 }
+
+// A product that starts from its fill and has no epilogue fetches its C
+// block's lines for writing in the first K block, before the K loop (the
+// block is stored right after a short K loop); partial column blocks
+// (masked) fetch nothing.
+// CHECK-LABEL: func.func @fill_no_epilogue
+// CHECK: scf.if %{{.*}} -> (vector<8xf32>
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %{{.*}}, %c0
+// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK-COUNT-4: memref.prefetch %arg2[{{.*}}], write, locality<3>, data
+// CHECK: }
+// CHECK: scf.for {{.*}} iter_args
+// CHECK-NOT: linalg.fill
+func.func @fill_no_epilogue(%a: memref<16x128xf32>, %b: memref<128x32xf32>, %c: memref<16x32xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%c : memref<16x32xf32>)
+  linalg.matmul ins(%a, %b : memref<16x128xf32>, memref<128x32xf32>) outs(%c : memref<16x32xf32>)
+  return
+}
