@@ -159,7 +159,7 @@ func.func @strided_column(%a: memref<10x20xf32>, %b: memref<20x1xf32, strided<[4
 // CHECK: vector.load %arg2
 // CHECK-LABEL: func.func @dynamic_k_keeps_fill
 // CHECK: linalg.fill
-// CHECK-NOT: arith.cmpi eq
+// CHECK-NOT: vector.broadcast %arg3
 func.func @from_fill(%a: memref<10x100xf32>, %b: memref<100x37xf32>, %c: memref<10x37xf32>, %init: f32) {
   linalg.fill ins(%init : f32) outs(%c : memref<10x37xf32>)
   linalg.matmul ins(%a, %b : memref<10x100xf32>, memref<100x37xf32>) outs(%c : memref<10x37xf32>)

@@ -1,0 +1,46 @@
+// RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-register-tile-matmul{k-block=64}))' --verify-each | FileCheck %s
+
+// A product whose A has unit stride along K (a convolution's weights)
+// fetches, in each row block, the rows of A that the next row block reads
+// into L2: the next 8 rows, or after the last block the first 8 rows of
+// the next K block; one line every second K step (8 rows x 4 lines of a
+// 64-step K block), rows cycling fastest. Indices are clamped to A.
+// CHECK-LABEL: func.func @conv_like
+// CHECK: %[[NEXT:.*]] = arith.addi %{{.*}}, %{{c8[_0-9]*}}
+// CHECK: %[[END:.*]] = arith.addi %[[NEXT]], %{{c8[_0-9]*}}
+// CHECK: %[[WRAP:.*]] = arith.cmpi sgt, %[[END]],
+// CHECK: %[[ROW0:.*]] = arith.select %[[WRAP]], %{{c0[_0-9]*}}, %[[NEXT]]
+// CHECK: %[[K0N:.*]] = arith.select %[[WRAP]],
+// CHECK: scf.for %[[K:[^ ]*]] = %[[K0:[^ ]*]] to {{.*}} iter_args
+// CHECK: arith.subi %[[K]], %[[K0]]
+// CHECK: %[[R:.*]] = arith.remui %[[T:[0-9]+]], %{{c2[_0-9]*}}
+// CHECK: %[[ON:.*]] = arith.cmpi eq, %[[R]], %{{c0[_0-9]*}}
+// CHECK: scf.if %[[ON]] {
+// CHECK: %[[LINE:.*]] = arith.divui %[[T]], %{{c2[_0-9]*}}
+// CHECK: arith.remui %[[LINE]], %{{c8[_0-9]*}}
+// CHECK: arith.addi %[[ROW0]],
+// CHECK: arith.minsi
+// CHECK: arith.divui %[[LINE]], %{{c8[_0-9]*}}
+// CHECK: arith.muli {{.*}}, %{{c16[_0-9]*}}
+// CHECK: arith.addi %[[K0N]],
+// CHECK: %[[COL:.*]] = arith.minsi
+// CHECK: memref.prefetch %arg0[{{.*}}, %[[COL]]], read, locality<2>, data
+// CHECK: vector.fma
+func.func @conv_like(%a: memref<32x128xf32>, %b: memref<128x64xf32>,
+                     %c: memref<32x64xf32>) {
+  linalg.matmul ins(%a, %b : memref<32x128xf32>, memref<128x64xf32>)
+                outs(%c : memref<32x64xf32>)
+  return
+}
+
+// B a pre-packed weight (a linear layer): A is an activation already in
+// cache, and is not fetched.
+// CHECK-LABEL: func.func @linear
+// CHECK-NOT: memref.prefetch %arg0
+// CHECK: return
+func.func @linear(%x: memref<32x128xf32>, %w: memref<128x64xf32>,
+                  %y: memref<32x64xf32>) attributes {mcc.num_inputs = 1 : i64} {
+  linalg.matmul ins(%x, %w : memref<32x128xf32>, memref<128x64xf32>)
+                outs(%y : memref<32x64xf32>)
+  return
+}
