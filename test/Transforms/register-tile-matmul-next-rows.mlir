@@ -44,3 +44,16 @@ func.func @linear(%x: memref<32x128xf32>, %w: memref<128x64xf32>,
                 outs(%y : memref<32x64xf32>)
   return
 }
+
+// A batched product (Winograd's) fetches the next rows of A at its batch
+// index.
+// CHECK-LABEL: func.func @batched
+// CHECK: scf.for %[[BATCH:[^ ]*]] =
+// CHECK: scf.for {{.*}} iter_args
+// CHECK: memref.prefetch %arg0[%[[BATCH]], {{.*}}], read, locality<2>, data
+func.func @batched(%a: memref<4x32x128xf32>, %b: memref<4x128x64xf32>,
+                   %c: memref<4x32x64xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<4x32x128xf32>, memref<4x128x64xf32>)
+                      outs(%c : memref<4x32x64xf32>)
+  return
+}
