@@ -23,6 +23,14 @@
 // activation: every 128-row tile of a 1024 x 1024 x 196 product packed it
 // again) is packed once before the loop into a heap buffer of the same
 // panel layout, which those tiles read as they read a pre-packed weight.
+// With a static M and K of at least a K block, the copy loop goes: the
+// first row block of each panel reads B in place and fills the panel's
+// stack slot as it computes (docs/design/0022).
+//
+// Memory the kernels will wait on is fetched while a K loop runs: a
+// weight one row block ahead, into L2 (the next pre-packed panel of B, the
+// next rows of A), and before the last K loop the lines an epilogue reads
+// and writes, or C's lines where the product starts from its fill.
 //
 //===----------------------------------------------------------------------===//
 

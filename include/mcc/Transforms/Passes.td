@@ -291,7 +291,12 @@ def RegisterTileMatmul
     columns, is read in place as [N / nr][K][nr] panels instead of being
     copied, and the function is marked `mcc.packed_weights` = [weight
     index, nr, ...]: whoever writes the weights must write those records in
-    that layout. Defaults fit AVX-512 (32 registers of 16
+    that layout. With a static M and K of at least a K block
+    (`fuse-packs`), the first row block of each panel packs it as it
+    computes. A weight streaming as B (pre-packed) or A (unit stride along
+    K) is fetched into L2 one row block ahead, and an epilogue's residual
+    and output lines (or C's, from a fill) before the K loop that precedes
+    their use. Defaults fit AVX-512 (32 registers of 16
     floats); the AVX-512 pipeline adds weight-rows=12 (24 accumulators
     for linear layers, whose B streams from pre-packed weights), AVX2 uses
     rows=6 lanes=8.
