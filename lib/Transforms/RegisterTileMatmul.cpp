@@ -967,8 +967,8 @@ public:
   bool prefetchPacked = true;
   /// Applied to C in the last K block (2-D products only).
   std::optional<Epilogue> epilogue;
-  /// Fetch the next row block's rows of A (a 2-D A with unit stride along
-  /// K) while each row block runs (planNextRows).
+  /// Fetch the next row block's rows of A (unit stride along K; a batch's
+  /// at its batch index) while each row block runs (planNextRows).
   bool prefetchA = false;
   /// The first row block of each panel packs it as it computes (a static
   /// M): a separate copy loop ran at load/store speed, about a fifth of a
