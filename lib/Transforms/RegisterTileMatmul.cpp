@@ -695,6 +695,9 @@ private:
     nextRows = arith::SelectOp::create(b, loc, wrap, idx(0), next);
     nextRowsK = arith::SelectOp::create(
         b, loc, wrap, arith::AddIOp::create(b, loc, k0, idx(shape.kBlock)), k0);
+    lastRowOfA = arith::SubIOp::create(b, loc, M, idx(1));
+    lastColumnOfA = arith::SubIOp::create(
+        b, loc, memref::DimOp::create(b, loc, a, rank - 1), idx(1));
   }
 
   /// Line `t / every` of the next row block's K block at K step t = k - k0:
@@ -707,15 +710,12 @@ private:
           every == 1
               ? t
               : arith::DivUIOp::create(b, loc, t, idx(every)).getResult();
-      unsigned rank = cast<MemRefType>(a.getType()).getRank();
-      Value M = memref::DimOp::create(b, loc, a, rank - 2);
-      Value K = memref::DimOp::create(b, loc, a, rank - 1);
       Value row = arith::MinSIOp::create(
           b, loc,
           arith::AddIOp::create(
               b, loc, nextRows,
               arith::RemUIOp::create(b, loc, line, idx(rows))),
-          arith::SubIOp::create(b, loc, M, idx(1)));
+          lastRowOfA);
       Value col = arith::MinSIOp::create(
           b, loc,
           arith::AddIOp::create(
@@ -723,10 +723,11 @@ private:
               arith::MulIOp::create(
                   b, loc, arith::DivUIOp::create(b, loc, line, idx(rows)),
                   idx(kFloatsPerLine))),
-          arith::SubIOp::create(b, loc, K, idx(1)));
+          lastColumnOfA);
       // A batch's A (Winograd's transformed weights) at this batch index.
+      bool unbatched = cast<MemRefType>(a.getType()).getRank() == 2;
       memref::PrefetchOp::create(
-          b, loc, a, rank == 2 ? SmallVector<Value>{row, col} : at({row, col}),
+          b, loc, a, unbatched ? SmallVector<Value>{row, col} : at({row, col}),
           /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
     };
     if (every == 1)
@@ -990,8 +991,8 @@ private:
   Value a, bm, c, pack, lastK;
   /// The full column blocks' end (emit), and planNextPanel's values.
   Value fullColumns, firstBlock, nextPanel, nextK0, sliceStart;
-  /// planNextRows' first row and K offset, or null.
-  Value nextRows, nextRowsK;
+  /// planNextRows' first row and K offset (null: no fetch), and A's bounds.
+  Value nextRows, nextRowsK, lastRowOfA, lastColumnOfA;
   /// Whether the current K block is the last one (with an epilogue).
   Value lastBlock;
   bool direct;

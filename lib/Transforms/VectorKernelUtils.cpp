@@ -167,4 +167,18 @@ Value VectorKernelBuilder::loadLeftEdge(Value x, ValueRange at, Value inWidth,
   return loadStridedMasked(x, indices, lanes, stride, inside);
 }
 
+scf::IfOp VectorKernelBuilder::ifRowInside(Value row, Value height,
+                                           ValueRange values) {
+  Value inside = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, row, idx(0)),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row, height));
+  auto op = scf::IfOp::create(b, loc, TypeRange(values), inside,
+                              /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(op.elseBlock());
+  scf::YieldOp::create(b, loc, values);
+  return op;
+}
+
 } // namespace mcc

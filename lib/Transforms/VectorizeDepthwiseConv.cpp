@@ -39,8 +39,8 @@
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
-#include <tuple>
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include <tuple>
 
 namespace mcc {
 #define GEN_PASS_DEF_VECTORIZEDEPTHWISECONV
@@ -259,16 +259,7 @@ private:
       scf::IfOp inside;
       OpBuilder::InsertionGuard guard(b);
       if (guarded) {
-        Value cond = arith::AndIOp::create(
-            b, loc,
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, row,
-                                  idx(0)),
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row,
-                                  inHeight));
-        inside = scf::IfOp::create(b, loc, TypeRange(ValueRange(accs)), cond,
-                                   /*withElseRegion=*/true);
-        b.setInsertionPointToStart(inside.elseBlock());
-        scf::YieldOp::create(b, loc, accs);
+        inside = ifRowInside(row, inHeight, accs);
         b.setInsertionPointToStart(inside.thenBlock());
       }
       for (int64_t j = 0; j < kw; ++j)

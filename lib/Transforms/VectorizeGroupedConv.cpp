@@ -282,17 +282,8 @@ private:
       // ms against 1.48 ms).
       result = overWindowRows(acc, [&](Value p, SmallVector<Value> sums) {
         Value row = rowOf(p);
-        Value cond = arith::AndIOp::create(
-            b, loc,
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, row,
-                                  idx(0)),
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, row,
-                                  inHeight));
-        auto inside = scf::IfOp::create(b, loc, TypeRange(ValueRange(sums)),
-                                        cond, /*withElseRegion=*/true);
+        scf::IfOp inside = ifRowInside(row, inHeight, sums);
         OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(inside.elseBlock());
-        scf::YieldOp::create(b, loc, sums);
         b.setInsertionPointToStart(inside.thenBlock());
         scf::YieldOp::create(
             b, loc, overChannels(sums, [&](Value c, SmallVector<Value> sums) {

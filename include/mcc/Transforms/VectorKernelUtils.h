@@ -103,6 +103,11 @@ protected:
   mlir::Value loadLeftEdge(mlir::Value x, mlir::ValueRange at,
                            mlir::Value inWidth, int64_t iw, int64_t lanes,
                            int64_t stride);
+  /// An scf.if on 0 <= row < height whose else branch yields `values`
+  /// unchanged (a window row above or below the source adds nothing); the
+  /// caller fills the then block and yields there.
+  mlir::scf::IfOp ifRowInside(mlir::Value row, mlir::Value height,
+                              mlir::ValueRange values);
 
   mlir::OpBuilder &b;
   mlir::Location loc;
