@@ -286,7 +286,7 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
   // Weights: one blob, 64-byte aligned like the records inside it, either
   // inside the library or mapped from the file beside it.
   llvm::Constant *blob = nullptr;
-  llvm::FunctionCallee openWeights;
+  llvm::FunctionCallee openWeights, residentWeights;
   llvm::Constant *weightsName = nullptr;
   uint64_t checksum = 0;
   if (external) {
@@ -319,6 +319,21 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
     g->setVisibility(llvm::GlobalValue::HiddenVisibility);
     g->setDSOLocal(true);
     blob = g;
+    if (!cuda) {
+      // Kernels read the copy of the blob on huge pages (HugePages.c); the
+      // runtime makes it when it loads the model.
+      residentWeights = m.getOrInsertFunction(
+          "mcc_weights_resident",
+          llvm::FunctionType::get(ptrTy, {ptrTy, i64, i32}, false));
+      auto *init = llvm::Function::Create(
+          llvm::FunctionType::get(i32, {}, false),
+          llvm::GlobalValue::ExternalLinkage, "mcc_model_init", m);
+      llvm::IRBuilder<> ib(llvm::BasicBlock::Create(ctx, "entry", init));
+      ib.CreateCall(
+          residentWeights,
+          {blob, ib.getInt64(model.weightBlob.size()), ib.getInt32(0)});
+      ib.CreateRet(ib.getInt32(0));
+    }
   }
 
   // mcc_model_run(void **buffers, const int64_t *dims): inputs, then
@@ -348,6 +363,10 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
   // absence mcc_model_init has reported; a run without it returns 6).
   auto hostWeights = [&](llvm::IRBuilder<> &ib,
                          llvm::Function *fn) -> llvm::Value * {
+    if (!external && residentWeights)
+      return ib.CreateCall(
+          residentWeights,
+          {blob, ib.getInt64(model.weightBlob.size()), ib.getInt32(0)});
     if (!external)
       return blob ? static_cast<llvm::Value *>(blob)
                   : llvm::ConstantPointerNull::get(ptrTy);
@@ -848,8 +867,8 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
              << ", \"size\": " << w.size << ", ";
         // Bytes from the source below, laid out as column panels.
         if (w.panels)
-          plan << "\"panels\": " << w.panels << ", \"shape\": ["
-               << w.shape[0] << ", " << w.shape[1] << "], ";
+          plan << "\"panels\": " << w.panels << ", \"shape\": [" << w.shape[0]
+               << ", " << w.shape[1] << "], ";
         if (!w.source.empty()) {
           plan << "\"initializer\": \"";
           plan.write_escaped(w.source);

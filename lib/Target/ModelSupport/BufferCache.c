@@ -8,7 +8,8 @@
  * back for the next request of the same size, which the next run makes in
  * the same order. The cache belongs to this model library (one per loaded
  * .so, shared by the threads that run it, under a mutex: a run makes a few
- * hundred requests) and is released when the library is unloaded.
+ * hundred requests) and is released when the library is unloaded. Blocks of
+ * half a MiB and more come from huge pages (HugePages.c).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -18,6 +19,11 @@
 #include <stdlib.h>
 
 enum { kSlots = 128, kHeader = 64 };
+/* From this size on a block is rounded up to whole 2 MiB pages: a 56 x 56
+ * image of 64 channels (784 KiB) is read in rows 12.5 KiB apart. */
+static const size_t kHugeMin = (size_t)512 << 10;
+
+void *mcc_huge_alloc(size_t bytes);
 /* At most this much is kept; bigger surpluses go back to malloc. */
 static const size_t kMaxCachedBytes = (size_t)2 << 30;
 
@@ -44,8 +50,9 @@ void *_mlir_memref_to_llvm_alloc(size_t size) {
     return raw + kHeader;
   }
   pthread_mutex_unlock(&cache.lock);
-  char *raw = (char *)aligned_alloc(kHeader, (size + 2 * kHeader - 1) /
-                                                 kHeader * kHeader);
+  size_t bytes = (size + 2 * kHeader - 1) / kHeader * kHeader;
+  char *raw = bytes >= kHugeMin ? (char *)mcc_huge_alloc(bytes)
+                                : (char *)aligned_alloc(kHeader, bytes);
   if (!raw)
     return NULL;
   *(size_t *)raw = size;

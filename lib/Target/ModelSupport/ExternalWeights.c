@@ -4,10 +4,13 @@
  * keeps its packed weights in "<model>.so.weights" next to the library; this
  * maps that file read-only, once, after checking its size and a checksum
  * of its first and last 64 KiB, so a missing, truncated or foreign file is
- * a load error with a message rather than garbage results.
+ * a load error with a message rather than garbage results; then copies it
+ * onto huge pages (HugePages.c).
  *
  *===----------------------------------------------------------------------===*/
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -21,6 +24,9 @@
 #define HIDDEN __attribute__((visibility("hidden")))
 #define MCC_CHECKSUM_WINDOW 65536u
 #define EXPORT __attribute__((visibility("default")))
+
+const void *mcc_weights_resident(const void *data, size_t bytes,
+                                 int releaseSource);
 
 static pthread_mutex_t weightsLock = PTHREAD_MUTEX_INITIALIZER;
 static const void *mapped;
@@ -109,7 +115,7 @@ HIDDEN const void *mcc_weights_open(const char *file, int64_t bytes,
                path);
       goto fail;
     }
-    mapped = data;
+    mapped = mcc_weights_resident(data, (size_t)bytes, /*releaseSource=*/1);
   }
   pthread_mutex_unlock(&weightsLock);
   return mapped;
