@@ -6,6 +6,10 @@ every output is within --tol (default 1e-4, fp32). Prints a table and exits
 non-zero if any entry fails. Used by ctest (test/e2e) and by hand:
 
     python3 scripts/e2e_models.py --mcc build/bin/mcc --models models
+
+With --precision bf16x3 (AMX products) the script exits 77 (skipped) on a
+host without AMX-BF16; the entries named by --require-amx must compute on
+AMX tiles (tdpbf16ps in their code), so a silent fallback cannot pass.
 """
 import argparse
 import json
@@ -38,7 +42,16 @@ def main():
     ap.add_argument("--tol", type=float, default=1e-4)
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--cpu", default=None, help="pass --cpu to mcc compile (e.g. x86-64-v3)")
+    ap.add_argument("--precision", default=None, help="pass --precision to mcc compile (e.g. bf16x3)")
+    ap.add_argument("--require-amx", nargs="*", default=[],
+                    help="entries whose library must contain AMX tile products")
     args = ap.parse_args()
+    amx = args.precision == "bf16x3"
+    if amx:
+        with open("/proc/cpuinfo") as f:
+            if " amx_bf16" not in f.read():
+                print("SKIP: this host has no AMX-BF16")
+                return 77
 
     with open(os.path.join(args.models, "manifest.json")) as f:
         manifest = json.load(f)
@@ -57,6 +70,8 @@ def main():
                "--target", "cpu"]
         if args.cpu:
             cmd += ["--cpu", args.cpu]
+        if args.precision:
+            cmd += ["--precision", args.precision]
         for inp, spec in e["inputs"].items():
             cmd += ["--shape", inp + "=" + "x".join(str(d) for d in spec["shape"])]
         t0 = time.time()
@@ -66,6 +81,13 @@ def main():
             rows.append((name, e.get("exporter", ""), "compile failed", r.stderr.strip().splitlines()[-1:] ))
             failed += 1
             continue
+        uses_amx = amx and "tdpbf16ps" in subprocess.run(
+            ["objdump", "-d", so], capture_output=True, text=True).stdout
+        if amx:
+            if name in args.require_amx and not uses_amx:
+                rows.append((name, e.get("exporter", ""), "no AMX code", "no tdpbf16ps in the library"))
+                failed += 1
+                continue
         r = subprocess.run([args.mcc, "run", so, "--input", os.path.join(folder, "inputs.npz"),
                             "--output", out], capture_output=True, text=True)
         if r.returncode != 0:
@@ -82,7 +104,8 @@ def main():
         ok = not missing and worst <= args.tol
         failed += 0 if ok else 1
         rows.append((name, e.get("exporter", ""), "ok" if ok else "MISMATCH",
-                     f"rel.err {worst:.2e}, compile {compile_s:.1f} s" + (f", missing {missing}" if missing else "")))
+                     f"rel.err {worst:.2e}, compile {compile_s:.1f} s" + (f", missing {missing}" if missing else "")
+                     + (", AMX" if uses_amx else ", no AMX product" if amx else "")))
     print(f"{'model':24} {'exporter':8} {'result':15} detail")
     for r in rows:
         print(f"{r[0]:24} {r[1]:8} {r[2]:15} {r[3]}")

@@ -12,6 +12,13 @@ config.environment["PATH"] = path
 # --target cuda builds here (CUDA toolkit found; no GPU needed).
 if getattr(config, "mcc_has_cuda", False):
     config.available_features.add("cuda")
+# The host computes on AMX tiles (--precision bf16x3 runs here).
+try:
+    with open("/proc/cpuinfo") as f:
+        if " amx_bf16" in f.read():
+            config.available_features.add("amx")
+except OSError:
+    pass
 config.substitutions.append(("%models", os.path.join(config.mcc_source_dir, "models")))
 config.substitutions.append(("%mcc_src", config.mcc_source_dir))
 # Runs a dynamic-shape @forward against its static twins (Pipelines/Inputs).

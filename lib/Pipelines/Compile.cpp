@@ -76,9 +76,8 @@ static LogicalResult findCudaToolkit(Location loc) {
     root = "/usr/local/cuda";
     if (llvm::ErrorOr<std::string> ptxas =
             llvm::sys::findProgramByName("ptxas"))
-      root =
-          llvm::sys::path::parent_path(llvm::sys::path::parent_path(*ptxas))
-              .str();
+      root = llvm::sys::path::parent_path(llvm::sys::path::parent_path(*ptxas))
+                 .str();
   }
   SmallString<256> libdevice(root);
   llvm::sys::path::append(libdevice, "nvvm", "libdevice", "libdevice.10.bc");
@@ -107,10 +106,24 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
   CompileOptions resolved = options;
   if (!cuda)
     resolved.cpuVectorBits = cpuVectorBits(options.cpu);
-  if (!cuda && options.precision != "fp32") {
+  if (!cuda && options.precision != "fp32" && options.precision != "bf16x3") {
     emitError(optionsLoc) << "--precision " << options.precision
-                          << " needs --target cuda (the cpu target computes "
-                             "in fp32)";
+                          << " needs --target cuda (the cpu target takes "
+                             "fp32 or bf16x3)";
+    return failure();
+  }
+  if (cuda && options.precision == "bf16x3") {
+    emitError(optionsLoc) << "--precision bf16x3 is for --target cpu (AMX); "
+                             "cuda takes fp32, tf32x3 or tf32";
+    return failure();
+  }
+  if (!cuda && options.precision == "bf16x3" && !cpuHasAmxBf16(options.cpu)) {
+    emitError(optionsLoc)
+        << "--precision bf16x3 needs a CPU with AMX-BF16 (Intel Xeon 4th "
+           "generation, Sapphire Rapids, or later); "
+        << (options.cpu.empty() ? std::string("this host")
+                                : "--cpu " + options.cpu)
+        << " has none";
     return failure();
   }
   if (cuda && failed(findCudaToolkit(optionsLoc)))

@@ -152,6 +152,17 @@ std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &options) {
       if (at != std::string::npos)
         text.insert(at + pass.size(), passOptions.str());
     };
+    if (options.precision == "bf16x3") {
+      // Products on AMX tiles first; what they leave runs as before.
+      auto replace = [&](llvm::StringRef from, llvm::StringRef to) {
+        size_t at = text.find(from.str());
+        if (at != std::string::npos)
+          text.replace(at, from.size(), to.str());
+      };
+      replace("func.func(mcc-register-tile-matmul)",
+              "func.func(mcc-amx-matmul),func.func(mcc-register-tile-matmul)");
+      replace("convert-vector-to-llvm,", "convert-vector-to-llvm{enable-amx},");
+    }
     if (options.cpuVectorBits >= 512) {
       setOptions("mcc-register-tile-matmul", "{weight-rows=12}");
     } else {

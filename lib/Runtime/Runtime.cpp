@@ -420,7 +420,8 @@ MCC_API const char *mcc_model_arch(const mcc_model *model) {
 MCC_API const char *mcc_model_precision(const mcc_model *model) {
   if (!model)
     return "";
-  // Written by `mcc compile --precision` into CUDA models only.
+  // Written by `mcc compile --precision` into CUDA models and bf16x3 CPU
+  // models.
   auto *p = static_cast<const char *>(dlsym(model->handle, "mcc_precision"));
   return p ? p : "fp32";
 }
@@ -524,9 +525,9 @@ MCC_API mcc_status mcc_run(const mcc_model *model, const mcc_tensor *inputs,
 }
 
 MCC_API mcc_status mcc_run_on_stream(const mcc_model *model,
-                                     const mcc_tensor *inputs,
-                                     size_t numInputs, mcc_tensor *outputs,
-                                     size_t numOutputs, void *cudaStream) {
+                                     const mcc_tensor *inputs, size_t numInputs,
+                                     mcc_tensor *outputs, size_t numOutputs,
+                                     void *cudaStream) {
   if (!model)
     return fail(MCC_ERROR_INVALID_ARGUMENT, "model is null");
   auto set = reinterpret_cast<void (*)(int, void *)>(
@@ -600,9 +601,13 @@ mcc_status runModel(const mcc_model *model, const mcc_tensor *inputs,
     using MessageFn = const char *(*)();
     auto message = reinterpret_cast<MessageFn>(
         dlsym(model->handle, "mcc_cuda_last_error"));
+    // CPU models say why they refused to run (AMX state denied).
+    if (!message)
+      message = reinterpret_cast<MessageFn>(
+          dlsym(model->handle, "mcc_model_last_error"));
+    const char *text = message ? message() : "";
     return fail(MCC_ERROR_RUN, "%s: model run failed (code %d)%s%s",
-                model->path.c_str(), rc, message ? ": " : "",
-                message ? message() : "");
+                model->path.c_str(), rc, *text ? ": " : "", text);
   }
   return MCC_OK;
 }
@@ -666,13 +671,12 @@ MCC_API void mcc_tensor_free_data(mcc_tensor *tensor) {
   tensor->data = nullptr;
 }
 
-
 MCC_API mcc_status mcc_model_last_run_device_ms(const mcc_model *model,
                                                 double *ms) {
   if (!model || !ms)
     return fail(MCC_ERROR_INVALID_ARGUMENT, "model or ms is null");
-  auto fn = reinterpret_cast<double (*)()>(
-      cudaEntry(model, "mcc_cuda_last_run_ms"));
+  auto fn =
+      reinterpret_cast<double (*)()>(cudaEntry(model, "mcc_cuda_last_run_ms"));
   if (!fn)
     return MCC_ERROR_INVALID_ARGUMENT;
   *ms = fn();

@@ -156,6 +156,12 @@ check("--shape with wrong rank", compile_cmd(save(m, "symbolic3.onnx"), out, "--
 m = simple_model([helper.make_node("Relu", ["X"], ["Y"])], [X], [Y])
 check("unknown --cpu", compile_cmd(save(m, "cpu.onnx"), out, "--cpu", "bogus"),
       "--cpu 'bogus' is not a CPU LLVM knows", out)
+check("--precision bf16x3 for a CPU without AMX",
+      compile_cmd(save(m, "amx.onnx"), out, "--precision", "bf16x3", "--cpu", "x86-64-v3"),
+      "--precision bf16x3 needs a CPU with AMX-BF16", out)
+check("--precision tf32x3 at --target cpu",
+      compile_cmd(save(m, "tf32cpu.onnx"), out, "--precision", "tf32x3"),
+      "the cpu target takes fp32 or bf16x3", out)
 check("malformed --gpu-arch",
       [args.mcc, "compile", save(m, "arch.onnx"), "-o", out, "--target", "cuda",
        "--gpu-arch", "sm_xx"], "--gpu-arch 'sm_xx' is not an NVIDIA architecture", out)

@@ -95,7 +95,8 @@ bool parseConstantInput(const std::string &spec, std::string &name,
                         mcc::ConstantInput &value, std::string &error) {
   size_t eq = spec.find('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
-    error = "--const-input '" + spec + "': expected NAME=FILE.npy|FILE.pb or "
+    error = "--const-input '" + spec +
+            "': expected NAME=FILE.npy|FILE.pb or "
             "NAME=INT,INT,...";
     return false;
   }
@@ -198,9 +199,10 @@ int main(int argc, char **argv) {
   std::string precision = "fp32";
   compile
       ->add_option("--precision", precision,
-                   "Matrix products at --target cuda: fp32 (default), "
-                   "tf32x3 (fp32-accurate on TF32 tensor cores), tf32")
-      ->check(CLI::IsMember({"fp32", "tf32x3", "tf32"}));
+                   "Matrix products: fp32 (default); --target cuda: "
+                   "tf32x3 (fp32-accurate on TF32 tensor cores), tf32; "
+                   "--target cpu: bf16x3 (AMX tiles, error ~5e-6)")
+      ->check(CLI::IsMember({"fp32", "tf32x3", "tf32", "bf16x3"}));
   compile->add_option("--dump-ir", dumpDir,
                       "Write the IR after every stage into this folder");
   bool timing = false;

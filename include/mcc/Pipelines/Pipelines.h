@@ -21,8 +21,8 @@ struct CompileOptions {
   unsigned cpuVectorBits = 512;
   /// NVIDIA architecture for --target cuda (sm_90 for H100/H200).
   std::string gpuArch = "sm_90";
-  /// Matrix products at --target cuda: "fp32", "tf32x3" (fp32-accurate on
-  /// TF32 tensor cores) or "tf32"; the cpu target computes in fp32 only.
+  /// Matrix products: "fp32"; at --target cuda "tf32x3" (fp32-accurate on
+  /// TF32 tensor cores) or "tf32"; at --target cpu "bf16x3" (AMX tiles).
   std::string precision = "fp32";
   /// "embedded", "external" or "auto" (external past 512 MiB of weights).
   std::string weights = "auto";

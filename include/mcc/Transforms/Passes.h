@@ -2,6 +2,7 @@
 #ifndef MCC_TRANSFORMS_PASSES_H
 #define MCC_TRANSFORMS_PASSES_H
 
+#include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

@@ -267,6 +267,28 @@ def ConvToMatmul : Pass<"mcc-conv-to-matmul", "mlir::func::FuncOp"> {
                            "mlir::tensor::TensorDialect"];
 }
 
+def AmxMatmul : Pass<"mcc-amx-matmul", "mlir::func::FuncOp"> {
+  let summary = "f32 matmuls on buffers as bf16x3 products on AMX tiles";
+  let description = [{
+    Each buffer-level f32 linalg.matmul with static shapes, at least 16
+    rows and columns, default indexing maps and a unit-stride C becomes
+    bf16x3 products on AMX tiles (amx.tile_mulf): A and B are split into a
+    bf16 high part and the bf16 rounding of the rest and packed on the heap
+    (A as [2][M'][K'] rows, B as [2][K' / 2][2 N'] with pairs of K
+    interleaved, the padding to whole tiles zero), and each 32 x 16 block of
+    C accumulates Ahi*Bhi + Ahi*Blo + Alo*Bhi in f32 tiles over K blocks of
+    256. C is read and written in place where it holds whole blocks, else
+    through a padded copy. Runs for `mcc compile --precision bf16x3` on CPUs
+    with AMX-BF16; the products it leaves go to mcc-register-tile-matmul.
+  }];
+  let dependentDialects = ["mlir::amx::AMXDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::linalg::LinalgDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::vector::VectorDialect"];
+}
+
 def RegisterTileMatmul
     : Pass<"mcc-register-tile-matmul", "mlir::func::FuncOp"> {
   let summary = "f32 matmuls on buffers as register-blocked vector kernels";

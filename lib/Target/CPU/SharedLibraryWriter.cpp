@@ -270,7 +270,7 @@ llvm::Constant *tensorDescs(llvm::Module &m,
 
 LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
                              llvm::StringRef target, llvm::StringRef arch,
-                             llvm::StringRef externalWeightsFile,
+                             llvm::StringRef externalWeightsFile, bool amx,
                              Location loc) {
   bool cuda = target == "cuda";
   bool external = !externalWeightsFile.empty();
@@ -295,16 +295,6 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
         llvm::FunctionType::get(ptrTy, {ptrTy, i64, i64}, false));
     weightsName = stringGlobal(m, externalWeightsFile, "mcc.weights_file");
     checksum = weightsChecksum(model.weightBlob);
-    // Checked when the runtime loads the model, not at the first run.
-    auto *initTy = llvm::FunctionType::get(i32, {}, false);
-    auto *init = llvm::Function::Create(
-        initTy, llvm::GlobalValue::ExternalLinkage, "mcc_model_init", m);
-    llvm::IRBuilder<> ib(llvm::BasicBlock::Create(ctx, "entry", init));
-    llvm::Value *p = ib.CreateCall(
-        openWeights, {weightsName, ib.getInt64(model.weightBlob.size()),
-                      ib.getInt64(checksum)});
-    ib.CreateRet(
-        ib.CreateSelect(ib.CreateIsNull(p), ib.getInt32(1), ib.getInt32(0)));
   } else if (!model.weightBlob.empty()) {
     // Embedded weights never enter the IR: the global is only declared
     // here and defined by an object written straight from the blob
@@ -319,21 +309,40 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
     g->setVisibility(llvm::GlobalValue::HiddenVisibility);
     g->setDSOLocal(true);
     blob = g;
-    if (!cuda) {
-      // Kernels read the copy of the blob on huge pages (HugePages.c); the
-      // runtime makes it when it loads the model.
+    // Kernels read the copy of the blob on huge pages (HugePages.c).
+    if (!cuda)
       residentWeights = m.getOrInsertFunction(
           "mcc_weights_resident",
           llvm::FunctionType::get(ptrTy, {ptrTy, i64, i32}, false));
-      auto *init = llvm::Function::Create(
-          llvm::FunctionType::get(i32, {}, false),
-          llvm::GlobalValue::ExternalLinkage, "mcc_model_init", m);
-      llvm::IRBuilder<> ib(llvm::BasicBlock::Create(ctx, "entry", init));
+  }
+  // Products on AMX tiles need the OS to grant the process AMX state.
+  llvm::FunctionCallee requestAmx;
+  if (amx)
+    requestAmx = m.getOrInsertFunction("mcc_amx_request",
+                                       llvm::FunctionType::get(i32, {}, false));
+
+  // mcc_model_init, which the runtime calls when it loads the model: an
+  // external weights file is checked and mapped, weights are copied onto
+  // huge pages, AMX is requested, so that what fails is a load error.
+  if (external || residentWeights || amx) {
+    auto *init = llvm::Function::Create(llvm::FunctionType::get(i32, {}, false),
+                                        llvm::GlobalValue::ExternalLinkage,
+                                        "mcc_model_init", m);
+    llvm::IRBuilder<> ib(llvm::BasicBlock::Create(ctx, "entry", init));
+    llvm::Value *failed = ib.getFalse();
+    if (amx)
+      failed = ib.CreateICmpNE(ib.CreateCall(requestAmx), ib.getInt32(0));
+    if (external) {
+      llvm::Value *p = ib.CreateCall(
+          openWeights, {weightsName, ib.getInt64(model.weightBlob.size()),
+                        ib.getInt64(checksum)});
+      failed = ib.CreateOr(failed, ib.CreateIsNull(p));
+    } else if (residentWeights) {
       ib.CreateCall(
           residentWeights,
           {blob, ib.getInt64(model.weightBlob.size()), ib.getInt32(0)});
-      ib.CreateRet(ib.getInt32(0));
     }
+    ib.CreateRet(ib.CreateSelect(failed, ib.getInt32(1), ib.getInt32(0)));
   }
 
   // mcc_model_run(void **buffers, const int64_t *dims): inputs, then
@@ -381,6 +390,17 @@ LogicalResult addEntryPoints(llvm::Module &m, const ImportedModel &model,
     ib.SetInsertPoint(ok);
     return p;
   };
+  if (amx) {
+    // A run without AMX state would die of SIGILL: return 7 instead
+    // (mcc_model_last_error says why).
+    auto *granted = llvm::BasicBlock::Create(ctx, "amx_granted", run);
+    auto *refused = llvm::BasicBlock::Create(ctx, "amx_refused", run);
+    b.CreateCondBr(b.CreateICmpNE(b.CreateCall(requestAmx), b.getInt32(0)),
+                   refused, granted);
+    llvm::IRBuilder<> rb(refused);
+    rb.CreateRet(rb.getInt32(7));
+    b.SetInsertPoint(granted);
+  }
   llvm::Value *cpuWeights = cuda ? nullptr : hostWeights(b, run);
   std::vector<llvm::Value *> args;
   // A dynamic dim is read from dims[dimsIndex + axis]; static dims and the
@@ -652,6 +672,23 @@ unsigned cpuVectorBits(llvm::StringRef cpu) {
                                         : 128;
 }
 
+bool cpuHasAmxBf16(llvm::StringRef cpu) {
+  if (cpu.empty()) {
+    llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+    return host.lookup("amx-tile") && host.lookup("amx-bf16");
+  }
+  llvm::InitializeNativeTarget();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return false;
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      target->createMCSubtargetInfo(triple, cpu, ""));
+  return sti && sti->checkFeatures("+amx-tile,+amx-bf16");
+}
+
 LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
                                     const CpuTargetOptions &options,
                                     llvm::StringRef outputPath) {
@@ -707,11 +744,12 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
       options.externalWeights
           ? llvm::sys::path::filename(outputPath).str() + ".weights"
           : "";
+  bool amx = !options.cuda && options.precision == "bf16x3";
   if (failed(addEntryPoints(*llvmModule, model, options.cuda ? "cuda" : "cpu",
                             options.cuda ? options.gpuArch : cpu, weightsFile,
-                            loc)))
+                            amx, loc)))
     return failure();
-  if (options.cuda) {
+  if (options.cuda || amx) {
     // Read by the CUDA runtime shim (its GEMM choice) and by
     // mcc_model_precision, hence exported.
     llvm::Constant *text = llvm::ConstantDataArray::getString(

@@ -34,6 +34,11 @@ static char modelError[1024];
 
 EXPORT const char *mcc_model_last_error(void) { return modelError; }
 
+/* "message: detail" becomes mcc_model_last_error (for other support code). */
+HIDDEN void mcc_model_set_error(const char *message, const char *detail) {
+  snprintf(modelError, sizeof modelError, "%s: %s", message, detail);
+}
+
 /* FNV-1a over the first and last 64 KiB and the size: cheap at load.
  * `head` and `tail` are the blob's first and last min(size, 64 KiB) bytes
  * (they overlap in a small blob), so a writer that streams the blob never

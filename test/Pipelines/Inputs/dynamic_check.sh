@@ -17,6 +17,7 @@ mcc-opt "$t.fwd.mlir" --mcc-cpu-pipeline -o "$t.llvm.mlir"
 # The allocation hooks of use-generic-functions come from the model support
 # library, as in a model .so.
 cc -shared -fPIC -O2 "$t.o" "$src/lib/Target/ModelSupport/BufferCache.c" \
+  "$src/lib/Target/ModelSupport/HugePages.c" \
   "$src/lib/Target/ModelSupport/Profile.c" \
   -o "$t.so" -L"$lib" -Wl,-rpath,"$lib" -lomp -lm
 "$bin/mlir-opt" "$t.main.mlir" --pass-pipeline='builtin.module(expand-strided-metadata,convert-scf-to-cf,convert-vector-to-llvm,finalize-memref-to-llvm,convert-math-to-llvm,convert-math-to-libm,convert-func-to-llvm,convert-arith-to-llvm,convert-cf-to-llvm,reconcile-unrealized-casts)' \

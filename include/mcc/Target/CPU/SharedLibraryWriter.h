@@ -49,6 +49,9 @@ mlir::LogicalResult checkCpuName(llvm::StringRef cpu, mlir::Location loc);
 /// AVX-512F, 256 with AVX2, else 128.
 unsigned cpuVectorBits(llvm::StringRef cpu);
 
+/// Whether that CPU (empty: this host) has AMX tiles with bf16 products.
+bool cpuHasAmxBf16(llvm::StringRef cpu);
+
 /// Registers the translations the writer needs (LLVM, OpenMP).
 void registerCpuTranslations(mlir::DialectRegistry &registry);
 

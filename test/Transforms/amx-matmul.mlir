@@ -1,0 +1,95 @@
+// RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-amx-matmul))' --verify-each | FileCheck %s
+
+// A product of whole tiles: K = 96 is one K block of 3 tile steps. A's
+// rows and B's pairs of rows are packed as bf16 high and low parts (the
+// low part is the rounding of what the high part leaves), B's pairs
+// interleaved; each 32 x 16 block of C loads two accumulator tiles from C,
+// takes six tile products per step (Ahi*Bhi, Ahi*Blo, Alo*Bhi for both
+// rows of tiles) and stores them back.
+// CHECK-LABEL: func.func @whole_tiles
+// CHECK-NOT: linalg.matmul
+// CHECK-DAG: %[[AP:.*]] = memref.alloc() : memref<2x64x96xbf16>
+// CHECK-DAG: %[[BP:.*]] = memref.alloc() : memref<2x48x96xbf16>
+// CHECK-NOT: linalg.fill
+// CHECK: vector.transfer_read %arg0
+// CHECK: %[[HI:.*]] = arith.truncf %{{.*}} : vector<16xf32> to vector<16xbf16>
+// CHECK: %[[BACK:.*]] = arith.extf %[[HI]]
+// CHECK: %[[REST:.*]] = arith.subf %{{.*}}, %[[BACK]]
+// CHECK: %[[LO:.*]] = arith.truncf %[[REST]]
+// CHECK: vector.store %[[HI]], %[[AP]][%{{c0[_0-9]*}},
+// CHECK: vector.store %[[LO]], %[[AP]][%{{c1[_0-9]*}},
+// CHECK: memref.prefetch %arg1
+// CHECK: vector.transfer_read %arg1
+// CHECK: vector.transfer_read %arg1
+// CHECK: vector.interleave {{.*}} : vector<16xbf16> -> vector<32xbf16>
+// CHECK: vector.store {{.*}}, %[[BP]][%{{c0[_0-9]*}},
+// CHECK: vector.interleave
+// CHECK: vector.store {{.*}}, %[[BP]][%{{c1[_0-9]*}},
+// CHECK: scf.for %[[M0:.*]] = %{{.*}} to %{{c64[_0-9]*}} step %{{c32[_0-9]*}}
+// CHECK: scf.for %[[N0:.*]] = %{{.*}} to %{{c48[_0-9]*}} step %{{c16[_0-9]*}}
+// CHECK: %[[C0:.*]] = amx.tile_load %arg2[%[[M0]], %[[N0]]] : memref<64x48xf32> into !amx.tile<16x16xf32>
+// CHECK: amx.tile_load %arg2
+// CHECK-COUNT-18: amx.tile_mulf
+// CHECK: amx.tile_store %arg2[%[[M0]], %[[N0]]]
+// CHECK: amx.tile_store %arg2
+// CHECK: memref.dealloc %[[AP]]
+// CHECK: memref.dealloc %[[BP]]
+func.func @whole_tiles(%a: memref<64x96xf32>, %b: memref<96x48xf32>,
+                       %c: memref<64x48xf32>) {
+  linalg.matmul ins(%a, %b : memref<64x96xf32>, memref<96x48xf32>)
+                outs(%c : memref<64x48xf32>)
+  return
+}
+
+// Ragged shapes: M = 40 rounds up to 64 rows, N = 20 to 32 columns, K = 300
+// is one whole K block of 256 and a last block of 44 (two tile steps, the
+// second half padding). A's padding rows are zeroed once; B's pack is
+// zeroed before the last block, whose pairs of K do not fill it; C is
+// computed in a padded copy and copied back.
+// CHECK-LABEL: func.func @ragged
+// CHECK-DAG: %[[AP:.*]] = memref.alloc() : memref<2x64x256xbf16>
+// CHECK-DAG: %[[BP:.*]] = memref.alloc() : memref<2x128x64xbf16>
+// CHECK: linalg.fill ins(%{{.*}} : bf16) outs(%[[AP]]
+// CHECK: %[[PAD:.*]] = memref.alloc() : memref<64x32xf32>
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[PAD]]
+// CHECK: %[[IN:.*]] = memref.subview %[[PAD]][0, 0] [40, 20] [1, 1]
+// CHECK: linalg.copy ins(%arg2 {{.*}} outs(%[[IN]]
+// CHECK: scf.for %{{.*}} = %{{c0[_0-9]*}} to %{{c256[_0-9]*}} step %{{c256[_0-9]*}}
+// CHECK-COUNT-48: amx.tile_mulf
+// CHECK: linalg.fill ins(%{{.*}} : bf16) outs(%[[BP]]
+// CHECK-COUNT-12: amx.tile_mulf
+// CHECK-NOT: amx.tile_mulf
+// CHECK: %[[OUT:.*]] = memref.subview %[[PAD]][0, 0] [40, 20] [1, 1]
+// CHECK: linalg.copy ins(%[[OUT]] {{.*}} outs(%arg2
+// CHECK: memref.dealloc %[[PAD]]
+func.func @ragged(%a: memref<40x300xf32>, %b: memref<300x20xf32>,
+                  %c: memref<40x20xf32>) {
+  linalg.matmul ins(%a, %b : memref<40x300xf32>, memref<300x20xf32>)
+                outs(%c : memref<40x20xf32>)
+  return
+}
+
+// Left to the AVX-512 kernels: a matrix-vector product (one row), dynamic
+// shapes, and a transposed B (a user-given indexing map).
+// CHECK-LABEL: func.func @left_alone
+// CHECK-NOT: amx.
+// CHECK: linalg.matmul
+// CHECK: linalg.matmul
+// CHECK: linalg.matmul
+// CHECK-NOT: amx.
+#mA = affine_map<(m, n, k) -> (m, k)>
+#mBt = affine_map<(m, n, k) -> (n, k)>
+#mC = affine_map<(m, n, k) -> (m, n)>
+func.func @left_alone(%a1: memref<1x64xf32>, %b: memref<64x64xf32>,
+                      %c1: memref<1x64xf32>, %ad: memref<?x64xf32>,
+                      %cd: memref<?x64xf32>, %a: memref<64x64xf32>,
+                      %c: memref<64x64xf32>) {
+  linalg.matmul ins(%a1, %b : memref<1x64xf32>, memref<64x64xf32>)
+                outs(%c1 : memref<1x64xf32>)
+  linalg.matmul ins(%ad, %b : memref<?x64xf32>, memref<64x64xf32>)
+                outs(%cd : memref<?x64xf32>)
+  linalg.matmul indexing_maps = [#mA, #mBt, #mC]
+                ins(%a, %b : memref<64x64xf32>, memref<64x64xf32>)
+                outs(%c : memref<64x64xf32>)
+  return
+}
