@@ -23,6 +23,30 @@ import onnx
 from onnx import numpy_helper
 
 
+def to_bf16(x):
+    """bf16 bits of f32 array x, round to nearest even (NaN stays a quiet
+    NaN): what mcc's compiler and vcvtneps2bf16 compute."""
+    u = x.view(np.uint32).astype(np.uint64)
+    nan = (u & 0x7FFFFFFF) > 0x7F800000
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF
+    return np.where(nan, (u >> 16) | 0x40, r).astype(np.uint16)
+
+
+def amx_tiles(data, k, n):
+    """K x N f32 bytes as mcc's AMX bf16x3 tiles: [N/16][K/32][2 parts][16]
+    [16 columns][2 steps of K] bf16, parts = bf16(x) and bf16(x - it)."""
+    x = np.frombuffer(data, dtype=np.float32).reshape(k, n)
+    hi = to_bf16(x)
+    back = (hi.astype(np.uint32) << 16).view(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        rest = (x - back).astype(np.float32)
+    lo = np.where(np.isfinite(back), to_bf16(rest), np.uint16(0)).astype(np.uint16)
+    parts = np.stack([hi, lo])                       # [2][K][N]
+    t = parts.reshape(2, k // 32, 16, 2, n // 16, 16)  # part, step, row, j, block, col
+    t = t.transpose(4, 1, 0, 2, 5, 3)                # block, step, part, row, col, j
+    return np.ascontiguousarray(t).tobytes()
+
+
 def checksum(data):
     """The .so's check: FNV-1a over the first and last 64 KiB and the size."""
     h = 1469598103934665603
@@ -111,6 +135,8 @@ def main():
             nr = r["panels"]
             a = np.frombuffer(data, dtype=np.float32).reshape(k, n // nr, nr)
             data = np.ascontiguousarray(a.transpose(1, 0, 2)).tobytes()
+        if r.get("amx_tiles"):
+            data = amx_tiles(data, *r["shape"])
         blob[r["offset"]: r["offset"] + r["size"]] = data
     got = checksum(blob)
     if got != plan["checksum"]:

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -92,12 +93,63 @@ void WeightBlob::setPanels(size_t i, int64_t nr) {
   panels_[i] = nr;
 }
 
+void WeightBlob::setAmxTiles(size_t i) {
+  assert(records_[i].shape().size() == 2 && records_[i].shape()[0] % 32 == 0 &&
+         records_[i].shape()[1] % 16 == 0 &&
+         records_[i].byteSize() == 4 * records_[i].size() &&
+         "AMX tiles need a K x N f32 weight of whole tiles");
+  panels_[i] = kAmxTiles;
+}
+
+/// bf16 by round-to-nearest-even of f32's bits (a NaN stays a quiet NaN),
+/// as vcvtneps2bf16 rounds; scripts/pack_weights.py computes the same.
+static uint16_t toBf16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((u >> 16) | 0x40);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+/// The high and low bf16 parts of x: x's bf16 rounding, and the rounding
+/// of what it leaves (zero past the finite range).
+static std::pair<uint16_t, uint16_t> splitBf16(float x) {
+  uint16_t hi = toBf16(x);
+  uint32_t back = static_cast<uint32_t>(hi) << 16;
+  float h;
+  std::memcpy(&h, &back, 4);
+  if (!std::isfinite(h))
+    return {hi, 0};
+  return {hi, toBf16(x - h)};
+}
+
 void WeightBlob::copyRecord(size_t i, uint64_t lo, uint64_t hi,
                             uint8_t *dst) const {
   const uint8_t *data = records_[i].data();
   int64_t nr = panels_[i];
   if (!nr) {
     std::memcpy(dst, data + lo, hi - lo);
+    return;
+  }
+  if (nr == kAmxTiles) {
+    // Unit u (4 bytes: one column's pair of K steps) of the tiled record.
+    int64_t k = records_[i].shape()[0], n = records_[i].shape()[1];
+    const auto *src = reinterpret_cast<const float *>(data);
+    for (uint64_t at = lo; at < hi;) {
+      uint64_t u = at / 4, within = at % 4;
+      uint64_t col = u % 16, row = u / 16 % 16, part = u / 256 % 2,
+               step = u / 512 % (k / 32), block = u / 512 / (k / 32);
+      uint64_t kk = step * 32 + 2 * row, nn = block * 16 + col;
+      uint16_t pair[2];
+      for (int j = 0; j < 2; ++j) {
+        auto [h, l] = splitBf16(src[(kk + j) * n + nn]);
+        pair[j] = part ? l : h;
+      }
+      uint64_t count = std::min<uint64_t>(4 - within, hi - at);
+      std::memcpy(dst + (at - lo), reinterpret_cast<uint8_t *>(pair) + within,
+                  count);
+      at += count;
+    }
     return;
   }
   // Blob chunk c (nr floats) is row r = c % K of panel p = c / K: the
@@ -137,8 +189,9 @@ void WeightBlob::write(llvm::raw_ostream &os) const {
     if (!panels_[i]) {
       os.write(reinterpret_cast<const char *>(records_[i].data()), bytes);
     } else {
-      // A panel at a time: K x nr floats.
-      uint64_t step = 4 * panels_[i] * records_[i].shape()[0];
+      // A panel at a time: K x nr floats (AMX tiles: 16 columns).
+      uint64_t step = 4 * (panels_[i] == kAmxTiles ? 16 : panels_[i]) *
+                      records_[i].shape()[0];
       panel.resize(step);
       for (uint64_t lo = 0; lo < bytes; lo += step) {
         copyRecord(i, lo, lo + step, panel.data());
@@ -294,7 +347,6 @@ private:
   };
   FailureOr<ExternalSlice> readExternal(const onnx::TensorProto &t,
                                         Location loc);
-
 
   MLIRContext &ctx;
   OpBuilder builder;
@@ -615,8 +667,8 @@ LogicalResult GraphLowering::importConstantInput(const onnx::ValueInfoProto &in,
     shape.clear(); // one listed integer fills a scalar input
   if (tt.has_shape()) {
     if (tt.shape().dim_size() != static_cast<int>(shape.size()))
-      return fail("the value has rank " + Twine(shape.size()) +
-                  ", the input " + Twine(tt.shape().dim_size()));
+      return fail("the value has rank " + Twine(shape.size()) + ", the input " +
+                  Twine(tt.shape().dim_size()));
     for (int i = 0; i < tt.shape().dim_size(); ++i) {
       const auto &d = tt.shape().dim(i);
       if (d.has_dim_value() && d.dim_value() != shape[i])
@@ -688,9 +740,8 @@ LogicalResult GraphLowering::importInputs(const onnx::GraphProto &graph) {
     for (int i = 0; i < rank; ++i) {
       const auto &d = tt.shape().dim(i);
       bool fixed = d.has_dim_value() && d.dim_value() >= 0;
-      int64_t given = pinned != options.inputShapes.end()
-                          ? pinned->second[i]
-                          : int64_t(-1);
+      int64_t given =
+          pinned != options.inputShapes.end() ? pinned->second[i] : int64_t(-1);
       if (fixed && given >= 0 && d.dim_value() != given) {
         emitError(loc) << "--shape " << in.name() << ": axis " << i
                        << " is fixed to " << d.dim_value()
@@ -719,8 +770,8 @@ LogicalResult GraphLowering::importInputs(const onnx::GraphProto &graph) {
         size_t k = 0;
         while (symbolicDims.symbolName(k) != name)
           ++k;
-        if ((lo != 1 || hi != INT64_MAX) &&
-            (symbolicDims.symbolLo(k) != lo || symbolicDims.symbolHi(k) != hi)) {
+        if ((lo != 1 || hi != INT64_MAX) && (symbolicDims.symbolLo(k) != lo ||
+                                             symbolicDims.symbolHi(k) != hi)) {
           emitError(loc) << "--shape " << in.name() << ": axis " << i
                          << " is the symbol '" << name
                          << "', bounded differently by another --shape";
@@ -1053,8 +1104,7 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
     Value t;
     if (!hasSymbolicDims(v->shape) && numElements(v->shape) == 0) {
       // Nothing to compute or copy (and no element to splat).
-      t = createEmpty(builder, loc, v->shape,
-                                  elementType(v->dtype));
+      t = createEmpty(builder, loc, v->shape, elementType(v->dtype));
     } else if (v->literal && !v->tensor && isSplat(*v->literal)) {
       // A constant output is a fill: no copy out of a constant tensor.
       GraphValue scalar;
@@ -1063,8 +1113,7 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
           v->literal->gather({}, [](const int64_t *) { return 0; });
       Value c = materialize(scalar, loc);
       Value elem = tensor::ExtractOp::create(builder, loc, c, ValueRange{});
-      Value empty = createEmpty(builder, loc, v->shape,
-                                            elementType(v->dtype));
+      Value empty = createEmpty(builder, loc, v->shape, elementType(v->dtype));
       t = linalg::FillOp::create(builder, loc, elem, empty).getResult(0);
     } else {
       t = materialize(*v, loc);
@@ -1096,8 +1145,7 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
           if (isSymbolicDim(v->shape[i]) &&
               result.outputs.back().dimExprs[i].empty()) {
             emitError(loc) << "graph output '" << out.name() << "' has shape "
-                           << symbolicDims.describe(v->shape)
-                           << ": axis " << i
+                           << symbolicDims.describe(v->shape) << ": axis " << i
                            << " depends on the data, not only on the input "
                               "shapes (not supported)";
             return failure();
@@ -1123,7 +1171,6 @@ FailureOr<ImportedModel> GraphLowering::run(const onnx::ModelProto &model) {
   return std::move(result);
 }
 
-
 //===----------------------------------------------------------------------===//
 // Symbolic dims at op boundaries (docs/design/0010)
 //===----------------------------------------------------------------------===//
@@ -1137,9 +1184,9 @@ const std::set<std::string> &symbolicAwareOps() {
       "Elu", "Equal", "Erf", "Exp", "Floor", "Gelu", "Greater",
       "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity", "IsInf",
       "IsNaN", "LeakyRelu", "Less", "LessOrEqual", "Log", "Max", "Min", "Mod",
-      "Mul", "Neg", "Not", "Or", "Pow", "PRelu", "Reciprocal", "Relu",
-      "Round", "Sigmoid", "Sign", "Sin", "Softplus", "Sqrt", "Sub", "Tanh",
-      "Where", "Xor",
+      "Mul", "Neg", "Not", "Or", "Pow", "PRelu", "Reciprocal", "Relu", "Round",
+      "Sigmoid", "Sign", "Sin", "Softplus", "Sqrt", "Sub", "Tanh", "Where",
+      "Xor",
       // shapes and data movement
       "Concat", "ConstantOfShape", "Expand", "Flatten", "Gather", "GatherND",
       "Range", "Reshape", "Shape", "Size", "Slice", "Split", "Squeeze",
@@ -1147,9 +1194,8 @@ const std::set<std::string> &symbolicAwareOps() {
       // compute
       "AveragePool", "Conv", "Gemm", "GlobalAveragePool", "GlobalMaxPool",
       "LayerNormalization", "MatMul", "MaxPool", "ReduceMax", "ReduceMean",
-      "ReduceMin", "ReduceSum", "Softmax", "LogSoftmax",
-      "BatchNormalization", "SimplifiedLayerNormalization",
-      "RMSNormalization"};
+      "ReduceMin", "ReduceSum", "Softmax", "LogSoftmax", "BatchNormalization",
+      "SimplifiedLayerNormalization", "RMSNormalization"};
   return ops;
 }
 
@@ -1157,17 +1203,22 @@ const std::set<std::string> &symbolicAwareOps() {
 /// computing with them), so handles pass through unchanged.
 const std::set<std::string> &structuralFoldOps() {
   static const std::set<std::string> ops = {
-      "Concat",  "Flatten", "Gather",    "Identity", "Reshape", "Shape",
-      "Size",    "Slice",   "Squeeze",   "Unsqueeze", "Split",  "Expand",
-      "ConstantOfShape", "Transpose"};
+      "Concat", "Flatten", "Gather",          "Identity", "Reshape",
+      "Shape",  "Size",    "Slice",           "Squeeze",  "Unsqueeze",
+      "Split",  "Expand",  "ConstantOfShape", "Transpose"};
   return ops;
 }
 
 const std::set<std::string> &arithmeticFoldOps() {
-  static const std::set<std::string> ops = {
-      "Add",  "Sub",     "Mul",  "Div",     "Max",          "Min",
-      "Mod",  "Neg",     "Abs",  "Equal",   "Less",         "Greater",
-      "LessOrEqual", "GreaterOrEqual", "Where", "Not", "And", "Or"};
+  static const std::set<std::string> ops = {"Add",         "Sub",
+                                            "Mul",         "Div",
+                                            "Max",         "Min",
+                                            "Mod",         "Neg",
+                                            "Abs",         "Equal",
+                                            "Less",        "Greater",
+                                            "LessOrEqual", "GreaterOrEqual",
+                                            "Where",       "Not",
+                                            "And",         "Or"};
   return ops;
 }
 } // namespace
@@ -1182,8 +1233,8 @@ Value GraphLowering::materializeSymbolicLiteral(const Literal &lit,
       elems.push_back(arith::IndexCastOp::create(
           builder, loc, et, symbolicDims.materialize(builder, loc, v)));
     else
-      elems.push_back(arith::ConstantOp::create(
-          builder, loc, builder.getIntegerAttr(et, v)));
+      elems.push_back(arith::ConstantOp::create(builder, loc,
+                                                builder.getIntegerAttr(et, v)));
   }
   auto type = RankedTensorType::get(lit.shape(), et);
   return tensor::FromElementsOp::create(builder, loc, type, elems);
@@ -1321,9 +1372,9 @@ LogicalResult GraphLowering::prepareSymbolicInputs(NodeLowering &n) {
   }
   if (!symbolicAwareOps().count(op)) {
     const GraphValue &v = n.input(firstSymbolic);
-    std::string what =
-        v.literal ? "holds dims computed from symbolic input dims"
-                  : "has shape " + symbolicDims.describe(v.shape);
+    std::string what = v.literal
+                           ? "holds dims computed from symbolic input dims"
+                           : "has shape " + symbolicDims.describe(v.shape);
     return n.fail("input " + Twine(firstSymbolic) + " ('" +
                   n.node().input(firstSymbolic) + "') " + what + "; " + op +
                   " does not support symbolic dims yet: pin them with --shape "
@@ -1378,8 +1429,9 @@ bool NodeLowering::allInputsLiteral() const {
   return true;
 }
 
-LogicalResult NodeLowering::requireLiterals(std::initializer_list<size_t> inputs,
-                                            StringRef what) const {
+LogicalResult
+NodeLowering::requireLiterals(std::initializer_list<size_t> inputs,
+                              StringRef what) const {
   for (size_t i : inputs)
     if (hasInput(i) && !isLiteral(i)) {
       // A value computed inside the graph (an expanded function body) is
@@ -1547,9 +1599,9 @@ RankedTensorType NodeLowering::tensorType(const Shape &shape,
 /// Imports a parsed model; literals borrow its raw_data, so it lives as
 /// long as the returned model's weights.
 static FailureOr<ImportedModel>
-importParsed(MLIRContext &context, std::shared_ptr<const onnx::ModelProto> model,
-             StringRef baseDir, StringRef displayName,
-             const ImportOptions &options) {
+importParsed(MLIRContext &context,
+             std::shared_ptr<const onnx::ModelProto> model, StringRef baseDir,
+             StringRef displayName, const ImportOptions &options) {
   DialectRegistry registry;
   registerImportDialects(registry);
   context.appendDialectRegistry(registry);

@@ -59,6 +59,28 @@ static LogicalResult packWeightPanels(ImportedModel &model,
   return success();
 }
 
+/// Lays out the weight records that mcc-amx-matmul reads as AMX tiles
+/// (`marks` = weight indices) in bf16x3 tiles (WeightBlob::setAmxTiles).
+static LogicalResult packAmxTiles(ImportedModel &model, ArrayRef<int64_t> marks,
+                                  Location loc) {
+  for (int64_t w : marks) {
+    if (w < 0 || static_cast<size_t>(w) >= model.weights.size())
+      return emitError(loc) << "internal error: mcc.amx_weights names weight "
+                            << w << " of " << model.weights.size();
+    WeightRecord &record = model.weights[w];
+    const Literal &raw = model.weightBlob.record(w);
+    if (raw.dtype() != 1 || raw.shape().size() != 2 ||
+        raw.shape() != record.shape || raw.shape()[0] % 32 != 0 ||
+        raw.shape()[1] % 16 != 0)
+      return emitError(loc)
+             << "internal error: weight '" << record.name << "' ("
+             << formatShape(raw.shape()) << ") cannot be laid out in AMX tiles";
+    model.weightBlob.setAmxTiles(w);
+    record.amxTiles = true;
+  }
+  return success();
+}
+
 /// MLIR's NVVM target finds libdevice (and ptxas) under $CUDA_ROOT,
 /// $CUDA_HOME or $CUDA_PATH (the first set), else under a path fixed when
 /// MLIR was built, which Debian leaves empty: without one of them set,
@@ -165,7 +187,7 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
   for (const SymbolInfo &s : model->symbols)
     dynamicNames += (dynamicNames.empty() ? "" : ", ") + s.name;
   int index = 0;
-  SmallVector<int64_t> packedWeights;
+  SmallVector<int64_t> packedWeights, amxWeights;
   if (!options.dumpIrDir.empty() &&
       failed(dump(module, options.dumpIrDir, index, "import")))
     return failure();
@@ -191,13 +213,18 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
               forward->getAttrOfType<DenseI64ArrayAttr>("mcc.packed_weights"))
         packedWeights.assign(marks.asArrayRef().begin(),
                              marks.asArrayRef().end());
+    if (auto forward = module.lookupSymbol<func::FuncOp>("forward"))
+      if (auto marks =
+              forward->getAttrOfType<DenseI64ArrayAttr>("mcc.amx_weights"))
+        amxWeights.assign(marks.asArrayRef().begin(), marks.asArrayRef().end());
     if (!options.dumpIrDir.empty()) {
       if (failed(dump(module, options.dumpIrDir, index, stage.name)))
         return failure();
       markStep(options.timer, "IR dump");
     }
   }
-  if (failed(packWeightPanels(*model, packedWeights, module.getLoc())))
+  if (failed(packWeightPanels(*model, packedWeights, module.getLoc())) ||
+      failed(packAmxTiles(*model, amxWeights, module.getLoc())))
     return failure();
   CpuTargetOptions target;
   target.cpu = options.cpu;

@@ -30,10 +30,12 @@
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace mcc {
@@ -86,6 +88,11 @@ bool rewritable(linalg::MatmulOp op) {
 struct Emitter {
   OpBuilder &b;
   Location loc;
+  /// B's tiles in a weight laid out at compile time (WeightBlob::
+  /// setAmxTiles) as [N / 16][K / 32][2][16][16] f32 (bf16 pairs), and the
+  /// product's offsets in it (B a subview of the weight); null: packed here.
+  Value weightTiles;
+  OpFoldResult kOffset, nOffset;
 
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
 
@@ -176,12 +183,68 @@ struct Emitter {
     }
   }
 
+  /// While a block of rows runs, fetches its share of the weight tiles that
+  /// the next K block reads at column n0 (8 steps x 2 parts, 16 KiB
+  /// contiguous) into L2: the weight streams from memory, and tile loads
+  /// that missed waited for it one tile at a time (bert-base's products
+  /// read 9.4 MB weights). Clamped to the weight's last K block.
+  void fetchNextBlock(Value m0, Value n0, Value k0, int64_t mp) {
+    auto type = cast<MemRefType>(weightTiles.getType());
+    int64_t stepsOfK = type.getDimSize(1);
+    int64_t lines = kKBlock / kTileK * 2 * 1024 / 64;
+    int64_t share = (lines + mp / kBlockRows - 1) / (mp / kBlockRows);
+    Value kAt = arith::AddIOp::create(
+        b, loc, getValueOrCreateConstantIndexOp(b, loc, kOffset), k0);
+    Value next = arith::MinSIOp::create(
+        b, loc,
+        arith::AddIOp::create(b, loc,
+                              arith::DivUIOp::create(b, loc, kAt, idx(kTileK)),
+                              idx(kKBlock / kTileK)),
+        idx(stepsOfK - 1));
+    Value block = arith::AddIOp::create(
+        b, loc,
+        arith::DivUIOp::create(b, loc,
+                               getValueOrCreateConstantIndexOp(b, loc, nOffset),
+                               idx(kBlockCols)),
+        arith::DivUIOp::create(b, loc, n0, idx(kBlockCols)));
+    // Line l of the 16 KiB: step l / 32, part l / 16 % 2, row l % 16.
+    Value first = arith::MulIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, m0, idx(kBlockRows)),
+        idx(share));
+    for (int64_t i = 0; i < share; ++i) {
+      Value line = arith::MinSIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, first, idx(i)), idx(lines - 1));
+      Value step = arith::MinSIOp::create(
+          b, loc,
+          arith::AddIOp::create(b, loc, next,
+                                arith::DivUIOp::create(b, loc, line, idx(32))),
+          idx(stepsOfK - 1));
+      Value part = arith::RemUIOp::create(
+          b, loc, arith::DivUIOp::create(b, loc, line, idx(16)), idx(2));
+      Value row = arith::RemUIOp::create(b, loc, line, idx(16));
+      memref::PrefetchOp::create(b, loc, weightTiles,
+                                 ValueRange{block, step, part, row, idx(0)},
+                                 /*isWrite=*/false, /*localityHint=*/2,
+                                 /*isDataCache=*/true);
+    }
+  }
+
   /// C += A * B for one K block of `steps` x 32 (the packs hold it), C (or
   /// its padded copy) in whole 32 x 16 blocks of mp x np. The steps are
   /// unrolled: tiles carried by a loop would be block arguments, which the
   /// conversion of the OpenMP regions around them to LLVM does not take.
   void products(Value aPack, Value bPack, Value c, int64_t mp, int64_t np,
-                int64_t steps) {
+                Value k0, int64_t steps) {
+    // The weight's tile block of step 0 and column block of n0.
+    Value firstStep, column0;
+    if (weightTiles) {
+      Value kAt = arith::AddIOp::create(
+          b, loc, getValueOrCreateConstantIndexOp(b, loc, kOffset), k0);
+      firstStep = arith::DivUIOp::create(b, loc, kAt, idx(kTileK));
+      column0 = arith::DivUIOp::create(
+          b, loc, getValueOrCreateConstantIndexOp(b, loc, nOffset),
+          idx(kBlockCols));
+    }
     auto accType = amx::TileType::get({kTileRows, kTileRows}, b.getF32Type());
     auto inType = amx::TileType::get({kTileRows, kTileK}, b.getBF16Type());
     forLoop(0, mp, kBlockRows, [&](Value m0) {
@@ -192,6 +255,8 @@ struct Emitter {
             amx::TileLoadOp::create(b, loc, accType, c, ValueRange{m0, n0});
         Value c1 =
             amx::TileLoadOp::create(b, loc, accType, c, ValueRange{m1, n0});
+        if (weightTiles)
+          fetchNextBlock(m0, n0, k0, mp);
         for (int64_t step = 0; step < steps; ++step) {
           Value kk = idx(step * kTileK), pair = idx(step * kTileK / 2);
           auto loadA = [&](int64_t part, Value row) {
@@ -200,6 +265,17 @@ struct Emitter {
                 .getResult();
           };
           auto loadB = [&](int64_t part) {
+            if (weightTiles) {
+              Value block = arith::AddIOp::create(
+                  b, loc, column0,
+                  arith::DivUIOp::create(b, loc, n0, idx(kBlockCols)));
+              Value stepAt =
+                  arith::AddIOp::create(b, loc, firstStep, idx(step));
+              return amx::TileLoadOp::create(
+                         b, loc, inType, weightTiles,
+                         ValueRange{block, stepAt, idx(part), idx(0), idx(0)})
+                  .getResult();
+            }
             return amx::TileLoadOp::create(b, loc, inType, bPack,
                                            ValueRange{idx(part), pair, n2})
                 .getResult();
@@ -237,8 +313,11 @@ struct Emitter {
     int64_t kBlock = std::min(kKBlock, roundUp(k, kTileK));
     Value aPack =
         memref::AllocOp::create(b, loc, MemRefType::get({2, mp, kBlock}, bf16));
-    Value bPack = memref::AllocOp::create(
-        b, loc, MemRefType::get({2, kBlock / 2, 2 * np}, bf16));
+    Value bPack =
+        weightTiles
+            ? Value()
+            : memref::AllocOp::create(
+                  b, loc, MemRefType::get({2, kBlock / 2, 2 * np}, bf16));
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(bf16));
     // A's rows past M stay zero (their results are dropped, but garbage
     // could be NaN or denormal); so do B's pairs past K in a last block
@@ -258,11 +337,14 @@ struct Emitter {
       linalg::CopyOp::create(b, loc, c, inner);
     }
     auto block = [&](Value k0, int64_t rows) {
-      if (rows % kTileK)
-        linalg::FillOp::create(b, loc, zero, bPack);
       packA(a, aPack, m, k0, roundUp(rows, kTileK));
-      packB(bm, bPack, k0, rows, n);
-      products(aPack, bPack, target, mp, np, roundUp(rows, kTileK) / kTileK);
+      if (!weightTiles) {
+        if (rows % kTileK)
+          linalg::FillOp::create(b, loc, zero, bPack);
+        packB(bm, bPack, k0, rows, n);
+      }
+      products(aPack, bPack, target, mp, np, k0,
+               roundUp(rows, kTileK) / kTileK);
     };
     int64_t whole = k / kKBlock * kKBlock;
     if (whole)
@@ -277,12 +359,94 @@ struct Emitter {
       memref::DeallocOp::create(b, loc, target);
     }
     memref::DeallocOp::create(b, loc, aPack);
-    memref::DeallocOp::create(b, loc, bPack);
+    if (bPack)
+      memref::DeallocOp::create(b, loc, bPack);
   }
 };
 
+/// Whether `offset` is a multiple of `m`: a constant, or an induction
+/// variable of an scf.forall (a tile loop) whose bounds and step are.
+bool knownMultiple(OpFoldResult offset, int64_t m) {
+  if (std::optional<int64_t> c = getConstantIntValue(offset))
+    return *c % m == 0;
+  auto arg = dyn_cast<BlockArgument>(cast<Value>(offset));
+  if (!arg)
+    return false;
+  auto forall = dyn_cast<scf::ForallOp>(arg.getOwner()->getParentOp());
+  if (!forall || arg.getArgNumber() >= forall.getRank())
+    return false;
+  std::optional<int64_t> lb =
+      getConstantIntValue(forall.getMixedLowerBound()[arg.getArgNumber()]);
+  std::optional<int64_t> step =
+      getConstantIntValue(forall.getMixedStep()[arg.getArgNumber()]);
+  return lb && step && *lb % m == 0 && *step % m == 0;
+}
+
+/// Whether the B operand `use` reads whole tiles of a K x N weight: a
+/// rewritable product's B, directly or through a unit-stride subview whose
+/// K offset is a multiple of 32 and whose N offset and width are multiples
+/// of 16.
+bool readsWholeTiles(OpOperand &use) {
+  Operation *user = use.getOwner();
+  if (auto sub = dyn_cast<memref::SubViewOp>(user)) {
+    ArrayRef<int64_t> sizes = sub.getStaticSizes();
+    if (sub.getType().getRank() != 2 || !sub.hasUnitStride() ||
+        ShapedType::isDynamic(sizes[0]) || ShapedType::isDynamic(sizes[1]) ||
+        sizes[1] % kBlockCols || sizes[0] % kTileK ||
+        !knownMultiple(sub.getMixedOffsets()[0], kTileK) ||
+        !knownMultiple(sub.getMixedOffsets()[1], kBlockCols) ||
+        sub->use_empty())
+      return false;
+    return llvm::all_of(sub->getUses(), [](OpOperand &inner) {
+      auto mm = dyn_cast<linalg::MatmulOp>(inner.getOwner());
+      return mm && inner.getOperandNumber() == 1 && rewritable(mm);
+    });
+  }
+  auto mm = dyn_cast<linalg::MatmulOp>(user);
+  return mm && use.getOperandNumber() == 1 && rewritable(mm);
+}
+
 struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
   using AmxMatmulBase::AmxMatmulBase;
+
+  /// Weights (arguments past `mcc.num_inputs`) read only as B of the
+  /// products rewritten here, in whole tiles, K a multiple of 32 and N of
+  /// 16: their records are written as bf16x3 tiles at compile time (the
+  /// function is marked `mcc.amx_weights` = [weight index, ...]) and read
+  /// through a [N / 16][K / 32][2][16][16] f32 view. Packing a weight on
+  /// every run read it from memory and wrote its tiles back (bert-base's
+  /// products 1.3 times the AVX-512 kernels' time).
+  llvm::DenseMap<Value, Value> tileWeights() {
+    llvm::DenseMap<Value, Value> views;
+    func::FuncOp fn = getOperation();
+    auto numInputs = fn->getAttrOfType<IntegerAttr>("mcc.num_inputs");
+    if (!numInputs || fn.isExternal())
+      return views;
+    OpBuilder b = OpBuilder::atBlockBegin(&fn.getBody().front());
+    SmallVector<int64_t> marks;
+    for (BlockArgument arg : fn.getArguments()) {
+      auto type = dyn_cast<MemRefType>(arg.getType());
+      if (arg.getArgNumber() < numInputs.getInt() || !type ||
+          type.getRank() != 2 || !type.hasStaticShape() ||
+          !type.getElementType().isF32() || !type.getLayout().isIdentity() ||
+          type.getDimSize(0) % kTileK || type.getDimSize(1) % kBlockCols ||
+          arg.use_empty() || !llvm::all_of(arg.getUses(), [](OpOperand &use) {
+            return readsWholeTiles(use);
+          }))
+        continue;
+      int64_t k = type.getDimSize(0), n = type.getDimSize(1);
+      SmallVector<int64_t> shape{n / kBlockCols, k / kTileK, 2, kTileRows,
+                                 kBlockCols};
+      SmallVector<int64_t> strides{k / kTileK * 2 * 256, 2 * 256, 256, 16, 1};
+      views[arg] = memref::ReinterpretCastOp::create(
+          b, arg.getLoc(), MemRefType::get(shape, b.getF32Type()), arg,
+          /*offset=*/0, shape, strides);
+      marks.push_back(arg.getArgNumber() - numInputs.getInt());
+    }
+    if (!marks.empty())
+      fn->setAttr("mcc.amx_weights", b.getDenseI64ArrayAttr(marks));
+    return views;
+  }
 
   void runOnOperation() override {
     SmallVector<linalg::MatmulOp> ops;
@@ -290,11 +454,23 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
       if (rewritable(op))
         ops.push_back(op);
     });
+    llvm::DenseMap<Value, Value> weights = tileWeights();
     for (linalg::MatmulOp op : ops) {
       OpBuilder b(op);
       Emitter emitter{b, op.getLoc()};
       Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1],
             c = op.getDpsInits()[0];
+      SmallVector<OpFoldResult> offsets(2, b.getIndexAttr(0));
+      Value weight = bm;
+      if (auto sub = bm.getDefiningOp<memref::SubViewOp>()) {
+        offsets = sub.getMixedOffsets();
+        weight = sub.getSource();
+      }
+      if (Value tiles = weights.lookup(weight)) {
+        emitter.weightTiles = tiles;
+        emitter.kOffset = offsets[0];
+        emitter.nOffset = offsets[1];
+      }
       auto cType = cast<MemRefType>(c.getType());
       emitter.emit(a, bm, c, cType.getDimSize(0), cType.getDimSize(1),
                    cast<MemRefType>(a.getType()).getDimSize(1));

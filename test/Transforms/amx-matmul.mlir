@@ -93,3 +93,44 @@ func.func @left_alone(%a1: memref<1x64xf32>, %b: memref<64x64xf32>,
                 outs(%c : memref<64x64xf32>)
   return
 }
+
+// A weight read only as B of such products, in whole tiles (a tile loop's
+// 32-column subviews), is read from its record laid out at compile time as
+// bf16x3 tiles ([N/16][K/32][2][16][16] f32 of bf16 pairs; the function is
+// marked with its weight index): no B pack, tile loads from the view, and
+// each block of rows fetches its share of the next K block's tiles.
+// CHECK-LABEL: func.func @weight_tiles
+// CHECK-SAME: mcc.amx_weights = array<i64: 0>
+// CHECK: %[[T:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [4, 2, 2, 16, 16], strides: [1024, 512, 256, 16, 1] : memref<64x64xf32> to memref<4x2x2x16x16xf32>
+// CHECK: scf.forall
+// CHECK-NOT: vector.interleave
+// CHECK: memref.prefetch %[[T]]{{.*}} read, locality<2>, data
+// CHECK: amx.tile_load %[[T]][
+// CHECK: amx.tile_mulf
+func.func @weight_tiles(%x: memref<32x64xf32>, %w: memref<64x64xf32>,
+                        %y: memref<32x64xf32>)
+    attributes {mcc.num_inputs = 1 : i64} {
+  scf.forall (%j) = (0) to (64) step (32) {
+    %ws = memref.subview %w[0, %j] [64, 32] [1, 1]
+        : memref<64x64xf32> to memref<64x32xf32, strided<[64, 1], offset: ?>>
+    %ys = memref.subview %y[0, %j] [32, 32] [1, 1]
+        : memref<32x64xf32> to memref<32x32xf32, strided<[64, 1], offset: ?>>
+    linalg.matmul ins(%x, %ws : memref<32x64xf32>, memref<64x32xf32, strided<[64, 1], offset: ?>>)
+                  outs(%ys : memref<32x32xf32, strided<[64, 1], offset: ?>>)
+  }
+  return
+}
+
+// A weight that something else reads too keeps its layout (packed per run).
+// CHECK-LABEL: func.func @weight_read_elsewhere
+// CHECK-NOT: mcc.amx_weights
+// CHECK-NOT: memref.reinterpret_cast
+// CHECK: vector.interleave
+func.func @weight_read_elsewhere(%x: memref<32x64xf32>, %w: memref<64x64xf32>,
+                                 %y: memref<32x64xf32>, %z: memref<64x64xf32>)
+    attributes {mcc.num_inputs = 1 : i64} {
+  linalg.matmul ins(%x, %w : memref<32x64xf32>, memref<64x64xf32>)
+                outs(%y : memref<32x64xf32>)
+  linalg.copy ins(%w : memref<64x64xf32>) outs(%z : memref<64x64xf32>)
+  return
+}

@@ -88,6 +88,10 @@ struct WeightRecord {
   /// [panels], column panels with their K rows contiguous (what the CPU
   /// product kernels read in place); `source` names the bytes before.
   int64_t panels = 0;
+  /// The record holds this K x N f32 weight as bf16x3 tiles for AMX
+  /// products: [N / 16][K / 32][2 parts][16][16 columns x 2 steps of K]
+  /// bf16 (docs/design/0024); `source` names the bytes before.
+  bool amxTiles = false;
 };
 
 /// The weights of a model as one blob of 64-byte aligned records, without
@@ -113,6 +117,12 @@ public:
   /// [N / nr][K][nr] column panels. The layout is applied as the blob is
   /// read or written: no second copy of the weight is held.
   void setPanels(size_t i, int64_t nr);
+  /// Writes record `i` (a K x N f32 weight, K a multiple of 32 and N of
+  /// 16) as the tiles of AMX bf16x3 products: for each 16 columns and 32
+  /// steps of K, the bf16 high parts then the low parts, each 16 rows of
+  /// (column, pair of K) interleaved. Applied as the blob is read or
+  /// written.
+  void setAmxTiles(size_t i);
 
 private:
   /// Copies bytes [lo, hi) of record `i` as the blob holds them.
@@ -120,8 +130,9 @@ private:
 
   std::vector<Literal> records_;
   std::vector<uint64_t> offsets_;
-  /// Per record: the panel width of setPanels, or 0.
+  /// Per record: the panel width of setPanels, kAmxTiles, or 0.
   std::vector<int64_t> panels_;
+  static constexpr int64_t kAmxTiles = -1;
   uint64_t size_ = 0;
 };
 

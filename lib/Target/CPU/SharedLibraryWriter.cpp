@@ -907,6 +907,10 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
         if (w.panels)
           plan << "\"panels\": " << w.panels << ", \"shape\": [" << w.shape[0]
                << ", " << w.shape[1] << "], ";
+        // ... or as AMX bf16x3 tiles.
+        if (w.amxTiles)
+          plan << "\"amx_tiles\": true, \"shape\": [" << w.shape[0] << ", "
+               << w.shape[1] << "], ";
         if (!w.source.empty()) {
           plan << "\"initializer\": \"";
           plan.write_escaped(w.source);
