@@ -75,6 +75,9 @@ def main():
     ap.add_argument("--runtime-lib", default=os.path.join(ROOT, "build/lib/Runtime/libmccrt.so"))
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--markdown", default=None)
+    ap.add_argument("--precision", default="fp32",
+                    help="mcc compile --precision (fp32, or bf16x3 on AMX CPUs); "
+                         "the peers run fp32")
     args = ap.parse_args()
     args.runs = max(args.runs, 20)
     threads = [int(t) for t in args.threads.split(",")]
@@ -99,7 +102,8 @@ def main():
         ref = dict(np.load(os.path.join(folder, "reference.npz")))
         so = os.path.join(work, row + ".so")
         t0 = time.time()
-        r = subprocess.run([args.mcc, "compile", onnx_path, "-o", so, "--target", "cpu"],
+        r = subprocess.run([args.mcc, "compile", onnx_path, "-o", so, "--target", "cpu",
+                            "--precision", args.precision],
                            capture_output=True, text=True)
         csec = time.time() - t0
         if r.returncode:

@@ -41,38 +41,40 @@ func.func @whole_tiles(%a: memref<64x96xf32>, %b: memref<96x48xf32>,
   return
 }
 
-// Ragged shapes: M = 40 rounds up to 64 rows, N = 20 to 32 columns, K = 300
+// Ragged shapes: M = 250 rounds up to 256 rows, N = 200 to 208 columns, K = 300
 // is one whole K block of 256 and a last block of 44 (two tile steps, the
 // second half padding). A's padding rows are zeroed once; B's pack is
 // zeroed before the last block, whose pairs of K do not fill it; C is
 // computed in a padded copy and copied back.
 // CHECK-LABEL: func.func @ragged
-// CHECK-DAG: %[[AP:.*]] = memref.alloc() : memref<2x64x256xbf16>
-// CHECK-DAG: %[[BP:.*]] = memref.alloc() : memref<2x128x64xbf16>
+// CHECK-DAG: %[[AP:.*]] = memref.alloc() : memref<2x256x256xbf16>
+// CHECK-DAG: %[[BP:.*]] = memref.alloc() : memref<2x128x416xbf16>
 // CHECK: linalg.fill ins(%{{.*}} : bf16) outs(%[[AP]]
-// CHECK: %[[PAD:.*]] = memref.alloc() : memref<64x32xf32>
+// CHECK: %[[PAD:.*]] = memref.alloc() : memref<256x208xf32>
 // CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[PAD]]
-// CHECK: %[[IN:.*]] = memref.subview %[[PAD]][0, 0] [40, 20] [1, 1]
+// CHECK: %[[IN:.*]] = memref.subview %[[PAD]][0, 0] [250, 200] [1, 1]
 // CHECK: linalg.copy ins(%arg2 {{.*}} outs(%[[IN]]
 // CHECK: scf.for %{{.*}} = %{{c0[_0-9]*}} to %{{c256[_0-9]*}} step %{{c256[_0-9]*}}
 // CHECK-COUNT-48: amx.tile_mulf
 // CHECK: linalg.fill ins(%{{.*}} : bf16) outs(%[[BP]]
 // CHECK-COUNT-12: amx.tile_mulf
 // CHECK-NOT: amx.tile_mulf
-// CHECK: %[[OUT:.*]] = memref.subview %[[PAD]][0, 0] [40, 20] [1, 1]
+// CHECK: %[[OUT:.*]] = memref.subview %[[PAD]][0, 0] [250, 200] [1, 1]
 // CHECK: linalg.copy ins(%[[OUT]] {{.*}} outs(%arg2
 // CHECK: memref.dealloc %[[PAD]]
-func.func @ragged(%a: memref<40x300xf32>, %b: memref<300x20xf32>,
-                  %c: memref<40x20xf32>) {
-  linalg.matmul ins(%a, %b : memref<40x300xf32>, memref<300x20xf32>)
-                outs(%c : memref<40x20xf32>)
+func.func @ragged(%a: memref<250x300xf32>, %b: memref<300x200xf32>,
+                  %c: memref<250x200xf32>) {
+  linalg.matmul ins(%a, %b : memref<250x300xf32>, memref<300x200xf32>)
+                outs(%c : memref<250x200xf32>)
   return
 }
 
 // Left to the AVX-512 kernels: a matrix-vector product (one row), dynamic
-// shapes, and a transposed B (a user-given indexing map).
+// shapes, a transposed B (a user-given indexing map), and N = 49, whose
+// padding to 64 columns would waste a third of the tiles' work.
 // CHECK-LABEL: func.func @left_alone
 // CHECK-NOT: amx.
+// CHECK: linalg.matmul
 // CHECK: linalg.matmul
 // CHECK: linalg.matmul
 // CHECK: linalg.matmul
@@ -91,6 +93,10 @@ func.func @left_alone(%a1: memref<1x64xf32>, %b: memref<64x64xf32>,
   linalg.matmul indexing_maps = [#mA, #mBt, #mC]
                 ins(%a, %b : memref<64x64xf32>, memref<64x64xf32>)
                 outs(%c : memref<64x64xf32>)
+  %b49 = memref.alloc() : memref<64x49xf32>
+  %c49 = memref.alloc() : memref<64x49xf32>
+  linalg.matmul ins(%a, %b49 : memref<64x64xf32>, memref<64x49xf32>)
+                outs(%c49 : memref<64x49xf32>)
   return
 }
 
