@@ -32,18 +32,24 @@ def to_bf16(x):
     return np.where(nan, (u >> 16) | 0x40, r).astype(np.uint16)
 
 
-def amx_tiles(data, k, n):
-    """K x N f32 bytes as mcc's AMX bf16x3 tiles: [N/16][K/32][2 parts][16]
-    [16 columns][2 steps of K] bf16, parts = bf16(x) and bf16(x - it)."""
-    x = np.frombuffer(data, dtype=np.float32).reshape(k, n)
+def amx_tiles(data, d0, d1, layout):
+    """d0 x d1 f32 bytes as mcc's AMX bf16x3 tiles, parts bf16(x) and
+    bf16(x - it). "k_pairs" (B, K x N): [N/16][K/32][2 parts][16][16
+    columns][2 steps of K]; "rows" (A, M x K): [M/16][K/32][2 parts][16
+    rows][32 steps of K]."""
+    x = np.frombuffer(data, dtype=np.float32).reshape(d0, d1)
     hi = to_bf16(x)
     back = (hi.astype(np.uint32) << 16).view(np.float32)
     with np.errstate(invalid="ignore", over="ignore"):
         rest = (x - back).astype(np.float32)
     lo = np.where(np.isfinite(back), to_bf16(rest), np.uint16(0)).astype(np.uint16)
-    parts = np.stack([hi, lo])                       # [2][K][N]
-    t = parts.reshape(2, k // 32, 16, 2, n // 16, 16)  # part, step, row, j, block, col
-    t = t.transpose(4, 1, 0, 2, 5, 3)                # block, step, part, row, col, j
+    parts = np.stack([hi, lo])                                # [2][d0][d1]
+    if layout == "k_pairs":
+        t = parts.reshape(2, d0 // 32, 16, 2, d1 // 16, 16)   # part, step, row, j, block, col
+        t = t.transpose(4, 1, 0, 2, 5, 3)                     # block, step, part, row, col, j
+    else:
+        t = parts.reshape(2, d0 // 16, 16, d1 // 32, 32)      # part, block, row, step, c
+        t = t.transpose(1, 3, 0, 2, 4)                        # block, step, part, row, c
     return np.ascontiguousarray(t).tobytes()
 
 
@@ -136,7 +142,7 @@ def main():
             a = np.frombuffer(data, dtype=np.float32).reshape(k, n // nr, nr)
             data = np.ascontiguousarray(a.transpose(1, 0, 2)).tobytes()
         if r.get("amx_tiles"):
-            data = amx_tiles(data, *r["shape"])
+            data = amx_tiles(data, *r["shape"], r["amx_tiles"])
         blob[r["offset"]: r["offset"] + r["size"]] = data
     got = checksum(blob)
     if got != plan["checksum"]:

@@ -93,12 +93,19 @@ void WeightBlob::setPanels(size_t i, int64_t nr) {
   panels_[i] = nr;
 }
 
-void WeightBlob::setAmxTiles(size_t i) {
-  assert(records_[i].shape().size() == 2 && records_[i].shape()[0] % 32 == 0 &&
-         records_[i].shape()[1] % 16 == 0 &&
-         records_[i].byteSize() == 4 * records_[i].size() &&
-         "AMX tiles need a K x N f32 weight of whole tiles");
-  panels_[i] = kAmxTiles;
+void WeightBlob::setAmxTiles(size_t i, AmxTiles layout) {
+  const auto &shape = records_[i].shape();
+  assert(records_[i].byteSize() == 4 * records_[i].size() && !shape.empty() &&
+         "AMX tiles need an f32 weight");
+  if (layout == AmxTiles::KPairs) {
+    assert(shape.size() == 2 && shape[0] % 32 == 0 && shape[1] % 16 == 0 &&
+           "AMX B tiles need a K x N weight of whole tiles");
+    panels_[i] = kAmxKPairs;
+  } else {
+    assert(shape[0] % 16 == 0 && records_[i].size() / shape[0] % 32 == 0 &&
+           "AMX A tiles need an M x K weight of whole tiles");
+    panels_[i] = kAmxRows;
+  }
 }
 
 /// bf16 by round-to-nearest-even of f32's bits (a NaN stays a quiet NaN),
@@ -131,22 +138,30 @@ void WeightBlob::copyRecord(size_t i, uint64_t lo, uint64_t hi,
     std::memcpy(dst, data + lo, hi - lo);
     return;
   }
-  if (nr == kAmxTiles) {
-    // Unit u (4 bytes: one column's pair of K steps) of the tiled record.
-    int64_t k = records_[i].shape()[0], n = records_[i].shape()[1];
+  if (nr == kAmxKPairs || nr == kAmxRows) {
+    // bf16 v of the tiled record, from source element (row, column) of
+    // the weight seen as 2-D.
+    bool rows = nr == kAmxRows;
+    int64_t dim0 = records_[i].shape()[0];
+    int64_t dim1 = static_cast<int64_t>(records_[i].size()) / dim0;
+    int64_t k = rows ? dim1 : dim0;
     const auto *src = reinterpret_cast<const float *>(data);
     for (uint64_t at = lo; at < hi;) {
-      uint64_t u = at / 4, within = at % 4;
-      uint64_t col = u % 16, row = u / 16 % 16, part = u / 256 % 2,
-               step = u / 512 % (k / 32), block = u / 512 / (k / 32);
-      uint64_t kk = step * 32 + 2 * row, nn = block * 16 + col;
-      uint16_t pair[2];
-      for (int j = 0; j < 2; ++j) {
-        auto [h, l] = splitBf16(src[(kk + j) * n + nn]);
-        pair[j] = part ? l : h;
+      uint64_t v = at / 2, within = at % 2;
+      uint64_t part = v / 512 % 2, step = v / 1024 % (k / 32),
+               block = v / 1024 / (k / 32);
+      uint64_t row, col;
+      if (rows) { // [M/16][K/32][2][16 rows][32 steps]
+        row = block * 16 + v / 32 % 16;
+        col = step * 32 + v % 32;
+      } else { // [N/16][K/32][2][16 pairs][16 columns][2]
+        row = step * 32 + 2 * (v / 32 % 16) + v % 2;
+        col = block * 16 + v / 2 % 16;
       }
-      uint64_t count = std::min<uint64_t>(4 - within, hi - at);
-      std::memcpy(dst + (at - lo), reinterpret_cast<uint8_t *>(pair) + within,
+      auto [h, l] = splitBf16(src[row * dim1 + col]);
+      uint16_t value = part ? l : h;
+      uint64_t count = std::min<uint64_t>(2 - within, hi - at);
+      std::memcpy(dst + (at - lo), reinterpret_cast<uint8_t *>(&value) + within,
                   count);
       at += count;
     }
@@ -189,9 +204,13 @@ void WeightBlob::write(llvm::raw_ostream &os) const {
     if (!panels_[i]) {
       os.write(reinterpret_cast<const char *>(records_[i].data()), bytes);
     } else {
-      // A panel at a time: K x nr floats (AMX tiles: 16 columns).
-      uint64_t step = 4 * (panels_[i] == kAmxTiles ? 16 : panels_[i]) *
-                      records_[i].shape()[0];
+      // A panel at a time: K x nr floats (AMX tiles: 16 columns or rows
+      // by all of the other dim).
+      int64_t nr = panels_[i];
+      uint64_t step =
+          nr == kAmxRows
+              ? 4 * 16 * (records_[i].size() / records_[i].shape()[0])
+              : 4 * (nr == kAmxKPairs ? 16 : nr) * records_[i].shape()[0];
       panel.resize(step);
       for (uint64_t lo = 0; lo < bytes; lo += step) {
         copyRecord(i, lo, lo + step, panel.data());

@@ -60,23 +60,31 @@ static LogicalResult packWeightPanels(ImportedModel &model,
 }
 
 /// Lays out the weight records that mcc-amx-matmul reads as AMX tiles
-/// (`marks` = weight indices) in bf16x3 tiles (WeightBlob::setAmxTiles).
+/// (`marks` = [weight index, 1 (as B) or 2 (as A), ...]) in bf16x3 tiles
+/// (WeightBlob::setAmxTiles).
 static LogicalResult packAmxTiles(ImportedModel &model, ArrayRef<int64_t> marks,
                                   Location loc) {
-  for (int64_t w : marks) {
-    if (w < 0 || static_cast<size_t>(w) >= model.weights.size())
+  for (size_t i = 0; i + 1 < marks.size(); i += 2) {
+    int64_t w = marks[i], layout = marks[i + 1];
+    if (w < 0 || static_cast<size_t>(w) >= model.weights.size() ||
+        (layout != 1 && layout != 2))
       return emitError(loc) << "internal error: mcc.amx_weights names weight "
                             << w << " of " << model.weights.size();
     WeightRecord &record = model.weights[w];
     const Literal &raw = model.weightBlob.record(w);
-    if (raw.dtype() != 1 || raw.shape().size() != 2 ||
-        raw.shape() != record.shape || raw.shape()[0] % 32 != 0 ||
-        raw.shape()[1] % 16 != 0)
+    bool asB = layout == 1;
+    int64_t dim0 = raw.shape().empty() ? 0 : raw.shape()[0];
+    int64_t rest = dim0 ? static_cast<int64_t>(raw.size()) / dim0 : 0;
+    bool fits =
+        asB ? raw.shape().size() == 2 && dim0 % 32 == 0 && rest % 16 == 0
+            : dim0 && dim0 % 16 == 0 && rest % 32 == 0;
+    if (raw.dtype() != 1 || raw.shape() != record.shape || !fits)
       return emitError(loc)
              << "internal error: weight '" << record.name << "' ("
              << formatShape(raw.shape()) << ") cannot be laid out in AMX tiles";
-    model.weightBlob.setAmxTiles(w);
-    record.amxTiles = true;
+    AmxTiles tiles = asB ? AmxTiles::KPairs : AmxTiles::Rows;
+    model.weightBlob.setAmxTiles(w, tiles);
+    record.amxTiles = tiles;
   }
   return success();
 }

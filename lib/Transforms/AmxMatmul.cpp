@@ -98,6 +98,11 @@ struct Emitter {
   /// product's offsets in it (B a subview of the weight); null: packed here.
   Value weightTiles;
   OpFoldResult kOffset, nOffset;
+  /// A's tiles in a weight laid out at compile time as [M / 16][K / 32][2]
+  /// [16][16] f32 (bf16 rows of 32 steps of K), and the product's offsets
+  /// in it; null: packed here.
+  Value aTiles;
+  OpFoldResult aRowOffset, aKOffset;
 
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
 
@@ -265,6 +270,24 @@ struct Emitter {
         for (int64_t step = 0; step < steps; ++step) {
           Value kk = idx(step * kTileK), pair = idx(step * kTileK / 2);
           auto loadA = [&](int64_t part, Value row) {
+            if (aTiles) {
+              Value block = arith::DivUIOp::create(
+                  b, loc,
+                  arith::AddIOp::create(
+                      b, loc,
+                      getValueOrCreateConstantIndexOp(b, loc, aRowOffset), row),
+                  idx(kTileRows));
+              Value kAt = arith::AddIOp::create(
+                  b, loc, getValueOrCreateConstantIndexOp(b, loc, aKOffset),
+                  k0);
+              Value stepAt = arith::AddIOp::create(
+                  b, loc, arith::DivUIOp::create(b, loc, kAt, idx(kTileK)),
+                  idx(step));
+              return amx::TileLoadOp::create(
+                         b, loc, inType, aTiles,
+                         ValueRange{block, stepAt, idx(part), idx(0), idx(0)})
+                  .getResult();
+            }
             return amx::TileLoadOp::create(b, loc, inType, aPack,
                                            ValueRange{idx(part), row, kk})
                 .getResult();
@@ -316,8 +339,9 @@ struct Emitter {
     int64_t mp = roundUp(m, kBlockRows), np = roundUp(n, kBlockCols);
     Type bf16 = b.getBF16Type();
     int64_t kBlock = std::min(kKBlock, roundUp(k, kTileK));
-    Value aPack =
-        memref::AllocOp::create(b, loc, MemRefType::get({2, mp, kBlock}, bf16));
+    Value aPack = aTiles ? Value()
+                         : memref::AllocOp::create(
+                               b, loc, MemRefType::get({2, mp, kBlock}, bf16));
     Value bPack =
         weightTiles
             ? Value()
@@ -327,7 +351,7 @@ struct Emitter {
     // A's rows past M stay zero (their results are dropped, but garbage
     // could be NaN or denormal); so do B's pairs past K in a last block
     // whose K is not a whole number of tile steps.
-    if (mp != m)
+    if (aPack && mp != m)
       linalg::FillOp::create(b, loc, zero, aPack);
     Value target = c;
     bool padded = mp != m || np != n;
@@ -342,7 +366,8 @@ struct Emitter {
       linalg::CopyOp::create(b, loc, c, inner);
     }
     auto block = [&](Value k0, int64_t rows) {
-      packA(a, aPack, m, k0, roundUp(rows, kTileK));
+      if (aPack)
+        packA(a, aPack, m, k0, roundUp(rows, kTileK));
       if (!weightTiles) {
         if (rows % kTileK)
           linalg::FillOp::create(b, loc, zero, bPack);
@@ -363,7 +388,8 @@ struct Emitter {
       linalg::CopyOp::create(b, loc, inner, c);
       memref::DeallocOp::create(b, loc, target);
     }
-    memref::DeallocOp::create(b, loc, aPack);
+    if (aPack)
+      memref::DeallocOp::create(b, loc, aPack);
     if (bPack)
       memref::DeallocOp::create(b, loc, bPack);
   }
@@ -411,18 +437,47 @@ bool readsWholeTiles(OpOperand &use) {
   return mm && use.getOperandNumber() == 1 && rewritable(mm);
 }
 
+/// Whether `use` reads an M x K weight (or its 2-D collapse) as A of a
+/// rewritten product in whole tiles: the product's A itself, or a
+/// unit-stride subview at multiples of 32 rows and 32 steps of K, of whole
+/// 32-row blocks (the tiles hold no padding rows).
+bool readsWholeATiles(OpOperand &use) {
+  auto isA = [](OpOperand &u) {
+    auto mm = dyn_cast<linalg::MatmulOp>(u.getOwner());
+    return mm && u.getOperandNumber() == 0 && rewritable(mm) &&
+           cast<MemRefType>(u.get().getType()).getDimSize(0) % kBlockRows == 0;
+  };
+  if (auto sub = dyn_cast<memref::SubViewOp>(use.getOwner())) {
+    ArrayRef<int64_t> sizes = sub.getStaticSizes();
+    if (sub.getType().getRank() != 2 || !sub.hasUnitStride() ||
+        ShapedType::isDynamic(sizes[0]) || ShapedType::isDynamic(sizes[1]) ||
+        sizes[0] % kBlockRows || sizes[1] % kTileK ||
+        !knownMultiple(sub.getMixedOffsets()[0], kBlockRows) ||
+        !knownMultiple(sub.getMixedOffsets()[1], kTileK) || sub->use_empty())
+      return false;
+    return llvm::all_of(sub->getUses(), isA);
+  }
+  return isA(use);
+}
+
 struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
   using AmxMatmulBase::AmxMatmulBase;
 
   /// Weights (arguments past `mcc.num_inputs`) read only as B of the
   /// products rewritten here, in whole tiles, K a multiple of 32 and N of
   /// 16: their records are written as bf16x3 tiles at compile time (the
-  /// function is marked `mcc.amx_weights` = [weight index, ...]) and read
-  /// through a [N / 16][K / 32][2][16][16] f32 view. Packing a weight on
-  /// every run read it from memory and wrote its tiles back (bert-base's
-  /// products 1.3 times the AVX-512 kernels' time).
+  /// function is marked `mcc.amx_weights` = [weight index, 1, ...]) and
+  /// read through a [N / 16][K / 32][2][16][16] f32 view. Likewise weights
+  /// read only as A in whole 32-row blocks (a convolution's, through its
+  /// collapse to M x K; marked [weight index, 2]), as [M / 16][K / 32][2]
+  /// [16][16] (aViews): each column tile of a product packed them again.
+  /// Packing a weight on every run read it from memory and wrote its tiles back
+  /// (bert-base's products 1.3 times the AVX-512 kernels' time).
+  llvm::DenseMap<Value, Value> aViews;
+
   llvm::DenseMap<Value, Value> tileWeights() {
     llvm::DenseMap<Value, Value> views;
+    aViews.clear();
     func::FuncOp fn = getOperation();
     auto numInputs = fn->getAttrOfType<IntegerAttr>("mcc.num_inputs");
     if (!numInputs || fn.isExternal())
@@ -446,7 +501,52 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
       views[arg] = memref::ReinterpretCastOp::create(
           b, arg.getLoc(), MemRefType::get(shape, b.getF32Type()), arg,
           /*offset=*/0, shape, strides);
-      marks.push_back(arg.getArgNumber() - numInputs.getInt());
+      marks.append({arg.getArgNumber() - numInputs.getInt(), 1});
+    }
+    // Weights read as A (a convolution's, M x C*kh*kw): their 2-D view,
+    // the arguments itself or its collapse, maps to the tiles.
+    for (BlockArgument arg : fn.getArguments()) {
+      auto type = dyn_cast<MemRefType>(arg.getType());
+      if (arg.getArgNumber() < numInputs.getInt() || views.count(arg) ||
+          !type || type.getRank() < 2 || !type.hasStaticShape() ||
+          !type.getElementType().isF32() || !type.getLayout().isIdentity() ||
+          arg.use_empty())
+        continue;
+      int64_t m = type.getDimSize(0), k = type.getNumElements() / m;
+      if (m % kBlockRows || k % kTileK)
+        continue;
+      // The 2-D values the products read: the argument, or collapses of
+      // it to M x K.
+      SmallVector<Value> flat;
+      bool ok = true;
+      for (OpOperand &use : arg.getUses()) {
+        auto collapse = dyn_cast<memref::CollapseShapeOp>(use.getOwner());
+        if (type.getRank() == 2 && !collapse) {
+          ok &= readsWholeATiles(use);
+          continue;
+        }
+        if (!collapse || collapse.getResultType().getRank() != 2 ||
+            collapse.getResultType().getDimSize(0) != m) {
+          ok = false;
+          break;
+        }
+        flat.push_back(collapse.getResult());
+        for (OpOperand &inner : collapse->getUses())
+          ok &= readsWholeATiles(inner);
+      }
+      if (!ok)
+        continue;
+      if (type.getRank() == 2)
+        flat.push_back(arg);
+      SmallVector<int64_t> shape{m / kTileRows, k / kTileK, 2, kTileRows,
+                                 kBlockCols};
+      SmallVector<int64_t> strides{k / kTileK * 2 * 256, 2 * 256, 256, 16, 1};
+      Value view = memref::ReinterpretCastOp::create(
+          b, arg.getLoc(), MemRefType::get(shape, b.getF32Type()), arg,
+          /*offset=*/0, shape, strides);
+      for (Value v : flat)
+        aViews[v] = view;
+      marks.append({arg.getArgNumber() - numInputs.getInt(), 2});
     }
     if (!marks.empty())
       fn->setAttr("mcc.amx_weights", b.getDenseI64ArrayAttr(marks));
@@ -475,6 +575,17 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
         emitter.weightTiles = tiles;
         emitter.kOffset = offsets[0];
         emitter.nOffset = offsets[1];
+      }
+      SmallVector<OpFoldResult> aOffsets(2, b.getIndexAttr(0));
+      Value aSource = a;
+      if (auto sub = a.getDefiningOp<memref::SubViewOp>()) {
+        aOffsets = sub.getMixedOffsets();
+        aSource = sub.getSource();
+      }
+      if (Value tiles = aViews.lookup(aSource)) {
+        emitter.aTiles = tiles;
+        emitter.aRowOffset = aOffsets[0];
+        emitter.aKOffset = aOffsets[1];
       }
       auto cType = cast<MemRefType>(c.getType());
       emitter.emit(a, bm, c, cType.getDimSize(0), cType.getDimSize(1),

@@ -106,7 +106,7 @@ func.func @left_alone(%a1: memref<1x64xf32>, %b: memref<64x64xf32>,
 // marked with its weight index): no B pack, tile loads from the view, and
 // each block of rows fetches its share of the next K block's tiles.
 // CHECK-LABEL: func.func @weight_tiles
-// CHECK-SAME: mcc.amx_weights = array<i64: 0>
+// CHECK-SAME: mcc.amx_weights = array<i64: 0, 1>
 // CHECK: %[[T:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [4, 2, 2, 16, 16], strides: [1024, 512, 256, 16, 1] : memref<64x64xf32> to memref<4x2x2x16x16xf32>
 // CHECK: scf.forall
 // CHECK-NOT: vector.interleave
@@ -138,5 +138,24 @@ func.func @weight_read_elsewhere(%x: memref<32x64xf32>, %w: memref<64x64xf32>,
   linalg.matmul ins(%x, %w : memref<32x64xf32>, memref<64x64xf32>)
                 outs(%y : memref<32x64xf32>)
   linalg.copy ins(%w : memref<64x64xf32>) outs(%z : memref<64x64xf32>)
+  return
+}
+
+// A convolution's weight read as A through its collapse to M x K, in whole
+// 32-row blocks: its record is laid out as row tiles ([M/16][K/32][2][16]
+// [16] f32 of bf16 rows; marked [weight index, 2]) and A is not packed.
+// CHECK-LABEL: func.func @conv_weight_as_a
+// CHECK-SAME: mcc.amx_weights = array<i64: 0, 2>
+// CHECK: %[[T:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [4, 2, 2, 16, 16], strides: [1024, 512, 256, 16, 1] : memref<64x64x1x1xf32> to memref<4x2x2x16x16xf32>
+// CHECK-NOT: memref<2x64x64xbf16>
+// CHECK: amx.tile_load %[[T]][
+// CHECK: amx.tile_mulf
+func.func @conv_weight_as_a(%x: memref<64x224xf32>, %w: memref<64x64x1x1xf32>,
+                            %y: memref<64x224xf32>)
+    attributes {mcc.num_inputs = 1 : i64} {
+  %a = memref.collapse_shape %w [[0], [1, 2, 3]]
+      : memref<64x64x1x1xf32> into memref<64x64xf32>
+  linalg.matmul ins(%a, %x : memref<64x64xf32>, memref<64x224xf32>)
+                outs(%y : memref<64x224xf32>)
   return
 }

@@ -75,6 +75,17 @@ struct TensorSignature {
 };
 
 /// A weight argument of @forward: its bytes live at `offset` in the blob.
+/// How a weight record is laid out as AMX tiles (WeightBlob::setAmxTiles).
+enum class AmxTiles {
+  None,
+  /// B of a product, K x N: [N / 16][K / 32][2 parts][16][16 columns x 2
+  /// steps of K] bf16, pairs of K interleaved.
+  KPairs,
+  /// A of a product, M x K (its first dim by the rest): [M / 16][K / 32][2
+  /// parts][16 rows][32 steps of K] bf16.
+  Rows,
+};
+
 struct WeightRecord {
   std::string name;
   int32_t dtype = 1;
@@ -88,10 +99,9 @@ struct WeightRecord {
   /// [panels], column panels with their K rows contiguous (what the CPU
   /// product kernels read in place); `source` names the bytes before.
   int64_t panels = 0;
-  /// The record holds this K x N f32 weight as bf16x3 tiles for AMX
-  /// products: [N / 16][K / 32][2 parts][16][16 columns x 2 steps of K]
-  /// bf16 (docs/design/0024); `source` names the bytes before.
-  bool amxTiles = false;
+  /// The record holds this f32 weight as bf16x3 tiles for AMX products
+  /// (docs/design/0024); `source` names the bytes before.
+  AmxTiles amxTiles = AmxTiles::None;
 };
 
 /// The weights of a model as one blob of 64-byte aligned records, without
@@ -117,12 +127,14 @@ public:
   /// [N / nr][K][nr] column panels. The layout is applied as the blob is
   /// read or written: no second copy of the weight is held.
   void setPanels(size_t i, int64_t nr);
-  /// Writes record `i` (a K x N f32 weight, K a multiple of 32 and N of
-  /// 16) as the tiles of AMX bf16x3 products: for each 16 columns and 32
-  /// steps of K, the bf16 high parts then the low parts, each 16 rows of
-  /// (column, pair of K) interleaved. Applied as the blob is read or
-  /// written.
-  void setAmxTiles(size_t i);
+  /// Writes record `i`, an f32 weight, as the tiles of AMX bf16x3
+  /// products (`layout`): as B (K x N, K a multiple of 32 and N of 16),
+  /// for each 16 columns and 32 steps of K the bf16 high parts then the
+  /// low parts, 16 rows of (column, pair of K) interleaved; as A (its first
+  /// dim M, a multiple of 16, by the rest K, a multiple of 32), for each 16
+  /// rows and 32 steps of K the high parts then the low parts. Applied as
+  /// the blob is read or written.
+  void setAmxTiles(size_t i, AmxTiles layout);
 
 private:
   /// Copies bytes [lo, hi) of record `i` as the blob holds them.
@@ -130,9 +142,9 @@ private:
 
   std::vector<Literal> records_;
   std::vector<uint64_t> offsets_;
-  /// Per record: the panel width of setPanels, kAmxTiles, or 0.
+  /// Per record: the panel width of setPanels, kAmxKPairs, kAmxRows, or 0.
   std::vector<int64_t> panels_;
-  static constexpr int64_t kAmxTiles = -1;
+  static constexpr int64_t kAmxKPairs = -1, kAmxRows = -2;
   uint64_t size_ = 0;
 };
 

@@ -907,10 +907,16 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
         if (w.panels)
           plan << "\"panels\": " << w.panels << ", \"shape\": [" << w.shape[0]
                << ", " << w.shape[1] << "], ";
-        // ... or as AMX bf16x3 tiles.
-        if (w.amxTiles)
-          plan << "\"amx_tiles\": true, \"shape\": [" << w.shape[0] << ", "
-               << w.shape[1] << "], ";
+        // ... or as AMX bf16x3 tiles of the weight seen as 2-D (its first
+        // dim by the rest).
+        if (w.amxTiles != AmxTiles::None) {
+          int64_t rest = 1;
+          for (size_t d = 1; d < w.shape.size(); ++d)
+            rest *= w.shape[d];
+          plan << "\"amx_tiles\": \""
+               << (w.amxTiles == AmxTiles::KPairs ? "k_pairs" : "rows")
+               << "\", \"shape\": [" << w.shape[0] << ", " << rest << "], ";
+        }
         if (!w.source.empty()) {
           plan << "\"initializer\": \"";
           plan.write_escaped(w.source);
