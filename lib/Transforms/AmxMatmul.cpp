@@ -81,13 +81,16 @@ bool rewritable(linalg::MatmulOp op) {
       return false;
     types.push_back(type);
   }
-  int64_t m = types[2].getDimSize(0), n = types[2].getDimSize(1);
-  // Whole blocks of 32 x 16 waste what they pad: N = 49 (a 7 x 7 image)
-  // computes 64 columns, and resnet50's layer4 products ran 1.3-1.5 times
-  // slower than the AVX-512 kernels (which run 48 + a dot-product column).
-  int64_t padded = roundUp(m, kBlockRows) * roundUp(n, kBlockCols);
-  return m >= kTileRows && n >= kTileRows && padded * 8 <= m * n * 9 &&
-         unitInnerStride(types[2]);
+  int64_t m = types[2].getDimSize(0), n = types[2].getDimSize(1),
+          k = types[0].getDimSize(1);
+  // Whole blocks of 32 x 16 and steps of 32 waste what they pad: N = 49 (a
+  // 7 x 7 image) computes 64 columns, and resnet50's layer4 products ran
+  // 1.3-1.5 times slower than the AVX-512 kernels (which run 48 + a
+  // dot-product column); K = 16 (mobilenetv3's first expansion) 1.4 times.
+  int64_t padded =
+      roundUp(m, kBlockRows) * roundUp(n, kBlockCols) * roundUp(k, kTileK);
+  return m >= kTileRows && n >= kTileRows && k > 0 &&
+         padded * 8 <= m * n * k * 9 && unitInnerStride(types[2]);
 }
 
 struct Emitter {

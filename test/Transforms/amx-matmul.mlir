@@ -41,9 +41,9 @@ func.func @whole_tiles(%a: memref<64x96xf32>, %b: memref<96x48xf32>,
   return
 }
 
-// Ragged shapes: M = 250 rounds up to 256 rows, N = 200 to 208 columns, K = 300
-// is one whole K block of 256 and a last block of 44 (two tile steps, the
-// second half padding). A's padding rows are zeroed once; B's pack is
+// Ragged shapes: M = 250 rounds up to 256 rows, N = 200 to 208 columns, K = 310
+// is one whole K block of 256 and a last block of 54 (two tile steps, the
+// second partly padding). A's padding rows are zeroed once; B's pack is
 // zeroed before the last block, whose pairs of K do not fill it; C is
 // computed in a padded copy and copied back.
 // CHECK-LABEL: func.func @ragged
@@ -62,18 +62,20 @@ func.func @whole_tiles(%a: memref<64x96xf32>, %b: memref<96x48xf32>,
 // CHECK: %[[OUT:.*]] = memref.subview %[[PAD]][0, 0] [250, 200] [1, 1]
 // CHECK: linalg.copy ins(%[[OUT]] {{.*}} outs(%arg2
 // CHECK: memref.dealloc %[[PAD]]
-func.func @ragged(%a: memref<250x300xf32>, %b: memref<300x200xf32>,
+func.func @ragged(%a: memref<250x310xf32>, %b: memref<310x200xf32>,
                   %c: memref<250x200xf32>) {
-  linalg.matmul ins(%a, %b : memref<250x300xf32>, memref<300x200xf32>)
+  linalg.matmul ins(%a, %b : memref<250x310xf32>, memref<310x200xf32>)
                 outs(%c : memref<250x200xf32>)
   return
 }
 
 // Left to the AVX-512 kernels: a matrix-vector product (one row), dynamic
-// shapes, a transposed B (a user-given indexing map), and N = 49, whose
-// padding to 64 columns would waste a third of the tiles' work.
+// shapes, a transposed B (a user-given indexing map), N = 49 and K = 16,
+// whose padding to 64 columns and 32 steps would waste a third and a half
+// of the tiles' work.
 // CHECK-LABEL: func.func @left_alone
 // CHECK-NOT: amx.
+// CHECK: linalg.matmul
 // CHECK: linalg.matmul
 // CHECK: linalg.matmul
 // CHECK: linalg.matmul
@@ -97,6 +99,10 @@ func.func @left_alone(%a1: memref<1x64xf32>, %b: memref<64x64xf32>,
   %c49 = memref.alloc() : memref<64x49xf32>
   linalg.matmul ins(%a, %b49 : memref<64x64xf32>, memref<64x49xf32>)
                 outs(%c49 : memref<64x49xf32>)
+  %a16 = memref.alloc() : memref<64x16xf32>
+  %b16 = memref.alloc() : memref<16x64xf32>
+  linalg.matmul ins(%a16, %b16 : memref<64x16xf32>, memref<16x64xf32>)
+                outs(%c : memref<64x64xf32>)
   return
 }
 
