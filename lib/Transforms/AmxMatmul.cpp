@@ -38,6 +38,8 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <map>
+
 namespace mcc {
 #define GEN_PASS_DEF_AMXMATMUL
 #include "mcc/Transforms/Passes.h.inc"
@@ -143,6 +145,25 @@ struct Emitter {
         auto [hi, lo] = split(read(a, row, from));
         vector::StoreOp::create(b, loc, hi, pack, ValueRange{idx(0), row, col});
         vector::StoreOp::create(b, loc, lo, pack, ValueRange{idx(1), row, col});
+      });
+    });
+  }
+
+  /// All of A (m x k) as row tiles [M' / 16][K' / 32][2][16][32] bf16,
+  /// the layout of a weight read as A; padding rows and steps zero.
+  void packATiles(Value a, Value tiles, int64_t m, int64_t k) {
+    int64_t kp = roundUp(k, kTileK);
+    forLoop(0, m, 1, [&](Value row) {
+      Value block = arith::DivUIOp::create(b, loc, row, idx(kTileRows));
+      Value inTile = arith::RemUIOp::create(b, loc, row, idx(kTileRows));
+      forLoop(0, kp, kLanes, [&](Value col) {
+        auto [hi, lo] = split(read(a, row, col));
+        Value step = arith::DivUIOp::create(b, loc, col, idx(kTileK));
+        Value at = arith::RemUIOp::create(b, loc, col, idx(kTileK));
+        vector::StoreOp::create(b, loc, hi, tiles,
+                                ValueRange{block, step, idx(0), inTile, at});
+        vector::StoreOp::create(b, loc, lo, tiles,
+                                ValueRange{block, step, idx(1), inTile, at});
       });
     });
   }
@@ -339,6 +360,8 @@ struct Emitter {
   /// memory and read it back (the product ran 1.7 times slower than the
   /// AVX-512 kernels).
   void emit(Value a, Value bm, Value c, int64_t m, int64_t n, int64_t k) {
+    // (With aTiles, M is a whole number of 32-row blocks or the tiles hold
+    // zero rows up to the next one.)
     int64_t mp = roundUp(m, kBlockRows), np = roundUp(n, kBlockCols);
     Type bf16 = b.getBF16Type();
     int64_t kBlock = std::min(kKBlock, roundUp(k, kTileK));
@@ -477,10 +500,36 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
   /// Packing a weight on every run read it from memory and wrote its tiles back
   /// (bert-base's products 1.3 times the AVX-512 kernels' time).
   llvm::DenseMap<Value, Value> aViews;
+  /// A packed once per tile loop, by (loop, A).
+  std::map<std::pair<Operation *, void *>, Value> sharedA;
+
+  /// Packs `a` (defined outside `loop`) into row tiles on the heap before
+  /// the loop, freed after it.
+  Value shareA(scf::ForallOp loop, Value a) {
+    OpBuilder b(loop);
+    Location loc = loop.getLoc();
+    auto type = cast<MemRefType>(a.getType());
+    int64_t m = type.getDimSize(0), k = type.getDimSize(1);
+    int64_t mp = roundUp(m, kBlockRows), kp = roundUp(k, kTileK);
+    Value tiles = memref::AllocOp::create(
+        b, loc,
+        MemRefType::get({mp / kTileRows, kp / kTileK, 2, kTileRows, kTileK},
+                        b.getBF16Type()));
+    if (mp != m) {
+      Value zero =
+          arith::ConstantOp::create(b, loc, b.getZeroAttr(b.getBF16Type()));
+      linalg::FillOp::create(b, loc, zero, tiles);
+    }
+    Emitter{b, loc}.packATiles(a, tiles, m, k);
+    b.setInsertionPointAfter(loop);
+    memref::DeallocOp::create(b, loc, tiles);
+    return tiles;
+  }
 
   llvm::DenseMap<Value, Value> tileWeights() {
     llvm::DenseMap<Value, Value> views;
     aViews.clear();
+    sharedA.clear();
     func::FuncOp fn = getOperation();
     auto numInputs = fn->getAttrOfType<IntegerAttr>("mcc.num_inputs");
     if (!numInputs || fn.isExternal())
@@ -589,6 +638,18 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
         emitter.aTiles = tiles;
         emitter.aRowOffset = aOffsets[0];
         emitter.aKOffset = aOffsets[1];
+      } else if (auto loop = op->getParentOfType<scf::ForallOp>();
+                 loop && loop.isDefinedOutsideOfLoop(a)) {
+        // An A that every tile of a tile loop reads whole (the activation
+        // of a linear layer whose columns are tiled) is packed once, before
+        // the loop: each of bert-base's 12 column tiles packed it again,
+        // 0.85 of a 3.3 ms product.
+        Value &tiles = sharedA[{loop.getOperation(), a.getAsOpaquePointer()}];
+        if (!tiles)
+          tiles = shareA(loop, a);
+        emitter.aTiles = tiles;
+        emitter.aRowOffset = b.getIndexAttr(0);
+        emitter.aKOffset = b.getIndexAttr(0);
       }
       auto cType = cast<MemRefType>(c.getType());
       emitter.emit(a, bm, c, cType.getDimSize(0), cType.getDimSize(1),

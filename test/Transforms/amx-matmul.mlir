@@ -165,3 +165,29 @@ func.func @conv_weight_as_a(%x: memref<64x224xf32>, %w: memref<64x64x1x1xf32>,
                 outs(%y : memref<64x224xf32>)
   return
 }
+
+// An A that every tile of a tile loop reads whole (a linear layer's
+// activation, its columns tiled) is packed once before the loop as row
+// tiles, read by every tile, and freed after the loop.
+// CHECK-LABEL: func.func @shared_a
+// CHECK: %[[T:.*]] = memref.alloc() : memref<2x2x2x16x32xbf16>
+// CHECK: vector.transfer_read %arg0
+// CHECK: vector.store {{.*}}, %[[T]][
+// CHECK: scf.forall
+// CHECK-NOT: vector.transfer_read %arg0
+// CHECK: amx.tile_load %[[T]][
+// CHECK: amx.tile_mulf
+// CHECK: }
+// CHECK: memref.dealloc %[[T]]
+func.func @shared_a(%x: memref<32x64xf32>, %w: memref<64x64xf32>,
+                    %y: memref<32x64xf32>) {
+  scf.forall (%j) = (0) to (64) step (32) {
+    %ws = memref.subview %w[0, %j] [64, 32] [1, 1]
+        : memref<64x64xf32> to memref<64x32xf32, strided<[64, 1], offset: ?>>
+    %ys = memref.subview %y[0, %j] [32, 32] [1, 1]
+        : memref<32x64xf32> to memref<32x32xf32, strided<[64, 1], offset: ?>>
+    linalg.matmul ins(%x, %ws : memref<32x64xf32>, memref<64x32xf32, strided<[64, 1], offset: ?>>)
+                  outs(%ys : memref<32x32xf32, strided<[64, 1], offset: ?>>)
+  }
+  return
+}
