@@ -69,22 +69,9 @@ bool unitInnerStride(MemRefType type) {
 /// A 2-D f32 product with static shapes whose C rows are unit-stride, with
 /// at least a tile of rows and columns (a matrix-vector product gains
 /// nothing from tiles).
-bool rewritable(linalg::MatmulOp op) {
-  // A user-given indexing map (a transposed operand) keeps the AVX-512
-  // kernels.
-  if (!op.hasPureBufferSemantics() ||
-      op.getIndexingMapsArray() != op.getDefaultIndexingMaps(op->getContext()))
-    return false;
-  SmallVector<MemRefType> types;
-  for (Type t : op->getOperandTypes()) {
-    auto type = dyn_cast<MemRefType>(t);
-    if (!type || !type.hasStaticShape() || !type.getElementType().isF32() ||
-        type.getRank() != 2)
-      return false;
-    types.push_back(type);
-  }
-  int64_t m = types[2].getDimSize(0), n = types[2].getDimSize(1),
-          k = types[0].getDimSize(1);
+/// Whether a product of these static 2-D shapes (per batch element) is
+/// worth the tiles, with a unit-stride C.
+bool tileable(int64_t m, int64_t n, int64_t k, MemRefType c) {
   // Whole blocks of 32 x 16 and steps of 32 waste what they pad: N = 49 (a
   // 7 x 7 image) computes 64 columns, and resnet50's layer4 products ran
   // 1.3-1.5 times slower than the AVX-512 kernels (which run 48 + a
@@ -92,7 +79,55 @@ bool rewritable(linalg::MatmulOp op) {
   int64_t padded =
       roundUp(m, kBlockRows) * roundUp(n, kBlockCols) * roundUp(k, kTileK);
   return m >= kTileRows && n >= kTileRows && k > 0 &&
-         padded * 8 <= m * n * k * 9 && unitInnerStride(types[2]);
+         padded * 8 <= m * n * k * 9 && unitInnerStride(c);
+}
+
+/// A product on f32 buffers with static shapes of `rank` (2: matmul, 3:
+/// batch_matmul) and default indexing maps (a transposed operand keeps the
+/// AVX-512 kernels).
+bool staticF32Product(linalg::LinalgOp op, unsigned rank) {
+  if (!op.hasPureBufferSemantics())
+    return false;
+  for (Type t : op->getOperandTypes()) {
+    auto type = dyn_cast<MemRefType>(t);
+    if (!type || !type.hasStaticShape() || !type.getElementType().isF32() ||
+        type.getRank() != rank)
+      return false;
+  }
+  return true;
+}
+
+bool rewritable(linalg::MatmulOp op) {
+  if (!staticF32Product(op, 2) ||
+      op.getIndexingMapsArray() != op.getDefaultIndexingMaps(op->getContext()))
+    return false;
+  auto a = cast<MemRefType>(op.getDpsInputs()[0].getType());
+  auto c = cast<MemRefType>(op.getDpsInits()[0].getType());
+  return tileable(c.getDimSize(0), c.getDimSize(1), a.getDimSize(1), c);
+}
+
+bool rewritable(linalg::BatchMatmulOp op) {
+  if (!staticF32Product(op, 3) ||
+      op.getIndexingMapsArray() != op.getDefaultIndexingMaps(op->getContext()))
+    return false;
+  auto a = cast<MemRefType>(op.getDpsInputs()[0].getType());
+  auto c = cast<MemRefType>(op.getDpsInits()[0].getType());
+  return tileable(c.getDimSize(1), c.getDimSize(2), a.getDimSize(2), c);
+}
+
+/// Element `index` of a static batch of matrices, as a 2-D view.
+Value batchElement(OpBuilder &b, Location loc, Value batch, Value index) {
+  auto type = cast<MemRefType>(batch.getType());
+  SmallVector<OpFoldResult> offsets{index, b.getIndexAttr(0),
+                                    b.getIndexAttr(0)};
+  SmallVector<OpFoldResult> sizes{b.getIndexAttr(1),
+                                  b.getIndexAttr(type.getDimSize(1)),
+                                  b.getIndexAttr(type.getDimSize(2))};
+  SmallVector<OpFoldResult> strides(3, b.getIndexAttr(1));
+  auto view = memref::SubViewOp::inferRankReducedResultType(
+      {type.getDimSize(1), type.getDimSize(2)}, type, offsets, sizes, strides);
+  return memref::SubViewOp::create(b, loc, cast<MemRefType>(view), batch,
+                                   offsets, sizes, strides);
 }
 
 struct Emitter {
@@ -611,7 +646,35 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
       if (rewritable(op))
         ops.push_back(op);
     });
+    SmallVector<linalg::BatchMatmulOp> batches;
+    getOperation().walk([&](linalg::BatchMatmulOp op) {
+      if (rewritable(op))
+        batches.push_back(op);
+    });
     llvm::DenseMap<Value, Value> weights = tileWeights();
+    // A batch (attention's heads, Winograd's 16 transformed products): the
+    // same product per element, in a loop.
+    for (linalg::BatchMatmulOp op : batches) {
+      OpBuilder b(op);
+      Location loc = op.getLoc();
+      auto cType = cast<MemRefType>(op.getDpsInits()[0].getType());
+      int64_t count = cType.getDimSize(0);
+      Value lb = arith::ConstantIndexOp::create(b, loc, 0);
+      Value ub = arith::ConstantIndexOp::create(b, loc, count);
+      Value one = arith::ConstantIndexOp::create(b, loc, 1);
+      scf::ForOp::create(
+          b, loc, lb, ub, one, ValueRange{},
+          [&](OpBuilder &, Location, Value i, ValueRange) {
+            Value a = batchElement(b, loc, op.getDpsInputs()[0], i);
+            Value bm = batchElement(b, loc, op.getDpsInputs()[1], i);
+            Value c = batchElement(b, loc, op.getDpsInits()[0], i);
+            Emitter emitter{b, loc};
+            emitter.emit(a, bm, c, cType.getDimSize(1), cType.getDimSize(2),
+                         cast<MemRefType>(a.getType()).getDimSize(1));
+            scf::YieldOp::create(b, loc);
+          });
+      op->erase();
+    }
     for (linalg::MatmulOp op : ops) {
       OpBuilder b(op);
       Emitter emitter{b, op.getLoc()};

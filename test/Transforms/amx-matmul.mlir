@@ -191,3 +191,18 @@ func.func @shared_a(%x: memref<32x64xf32>, %w: memref<64x64xf32>,
   }
   return
 }
+
+// A batch of products (attention's heads, Winograd's transformed tiles)
+// runs the same tile products on each element's 2-D views, in a loop.
+// CHECK-LABEL: func.func @batch
+// CHECK-NOT: linalg.batch_matmul
+// CHECK: scf.for %[[I:.*]] = %{{.*}} to %{{c4[_0-9]*}} step
+// CHECK: memref.subview %arg0[%[[I]], 0, 0] [1, 64, 64] [1, 1, 1] : memref<4x64x64xf32> to memref<64x64xf32, strided<[64, 1], offset: ?>>
+// CHECK: memref.subview %arg2[%[[I]], 0, 0] [1, 64, 32] [1, 1, 1]
+// CHECK-COUNT-12: amx.tile_mulf
+func.func @batch(%a: memref<4x64x64xf32>, %b: memref<4x64x32xf32>,
+                 %c: memref<4x64x32xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<4x64x64xf32>, memref<4x64x32xf32>)
+                      outs(%c : memref<4x64x32xf32>)
+  return
+}

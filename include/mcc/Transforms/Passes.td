@@ -270,15 +270,21 @@ def ConvToMatmul : Pass<"mcc-conv-to-matmul", "mlir::func::FuncOp"> {
 def AmxMatmul : Pass<"mcc-amx-matmul", "mlir::func::FuncOp"> {
   let summary = "f32 matmuls on buffers as bf16x3 products on AMX tiles";
   let description = [{
-    Each buffer-level f32 linalg.matmul with static shapes, at least 16
-    rows and columns, default indexing maps and a unit-stride C becomes
+    Each buffer-level f32 linalg.matmul (and each element of a
+    linalg.batch_matmul) with static shapes, at least 16 rows and columns,
+    default indexing maps, a unit-stride C and at most an eighth of its
+    tiles' work in padding becomes
     bf16x3 products on AMX tiles (amx.tile_mulf): A and B are split into a
     bf16 high part and the bf16 rounding of the rest and packed on the heap
     (A as [2][M'][K'] rows, B as [2][K' / 2][2 N'] with pairs of K
     interleaved, the padding to whole tiles zero), and each 32 x 16 block of
     C accumulates Ahi*Bhi + Ahi*Blo + Alo*Bhi in f32 tiles over K blocks of
     256. C is read and written in place where it holds whole blocks, else
-    through a padded copy. Runs for `mcc compile --precision bf16x3` on CPUs
+    through a padded copy. Weights read only as B (or as A, through a
+    collapse) in whole tiles are read from records the compiler lays out as
+    tiles (the function is marked `mcc.amx_weights` = [weight index, 1 (B)
+    or 2 (A), ...]); an A defined outside a tile loop is packed once before
+    it. Runs for `mcc compile --precision bf16x3` on CPUs
     with AMX-BF16; the products it leaves go to mcc-register-tile-matmul.
   }];
   let dependentDialects = ["mlir::amx::AMXDialect",
