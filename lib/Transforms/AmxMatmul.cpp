@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mcc/Transforms/Passes.h"
+#include "mcc/Transforms/VectorKernelUtils.h"
 
 #include "mlir/Dialect/AMX/AMXDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -46,6 +47,7 @@ namespace mcc {
 } // namespace mcc
 
 using namespace mlir;
+using mcc::knownMultiple;
 
 namespace {
 
@@ -59,19 +61,12 @@ constexpr int64_t kPrefetchRows = 8; // rows of B fetched ahead of the pack
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-bool unitInnerStride(MemRefType type) {
-  SmallVector<int64_t> strides;
-  int64_t offset;
-  return succeeded(type.getStridesAndOffset(strides, offset)) &&
-         strides.back() == 1;
-}
-
 /// A 2-D f32 product with static shapes whose C rows are unit-stride, with
 /// at least a tile of rows and columns (a matrix-vector product gains
 /// nothing from tiles).
 /// Whether a product of these static 2-D shapes (per batch element) is
 /// worth the tiles, with a unit-stride C.
-bool tileable(int64_t m, int64_t n, int64_t k, MemRefType c) {
+bool tileable(int64_t m, int64_t n, int64_t k, Value c) {
   // Whole blocks of 32 x 16 and steps of 32 waste what they pad: N = 49 (a
   // 7 x 7 image) computes 64 columns, and resnet50's layer4 products ran
   // 1.3-1.5 times slower than the AVX-512 kernels (which run 48 + a
@@ -79,7 +74,7 @@ bool tileable(int64_t m, int64_t n, int64_t k, MemRefType c) {
   int64_t padded =
       roundUp(m, kBlockRows) * roundUp(n, kBlockCols) * roundUp(k, kTileK);
   return m >= kTileRows && n >= kTileRows && k > 0 &&
-         padded * 8 <= m * n * k * 9 && unitInnerStride(c);
+         padded * 8 <= m * n * k * 9 && mcc::hasUnitInnerStride(c);
 }
 
 /// A product on f32 buffers with static shapes of `rank` (2: matmul, 3:
@@ -103,7 +98,8 @@ bool rewritable(linalg::MatmulOp op) {
     return false;
   auto a = cast<MemRefType>(op.getDpsInputs()[0].getType());
   auto c = cast<MemRefType>(op.getDpsInits()[0].getType());
-  return tileable(c.getDimSize(0), c.getDimSize(1), a.getDimSize(1), c);
+  return tileable(c.getDimSize(0), c.getDimSize(1), a.getDimSize(1),
+                  op.getDpsInits()[0]);
 }
 
 bool rewritable(linalg::BatchMatmulOp op) {
@@ -112,7 +108,8 @@ bool rewritable(linalg::BatchMatmulOp op) {
     return false;
   auto a = cast<MemRefType>(op.getDpsInputs()[0].getType());
   auto c = cast<MemRefType>(op.getDpsInits()[0].getType());
-  return tileable(c.getDimSize(1), c.getDimSize(2), a.getDimSize(2), c);
+  return tileable(c.getDimSize(1), c.getDimSize(2), a.getDimSize(2),
+                  op.getDpsInits()[0]);
 }
 
 /// Element `index` of a static batch of matrices, as a 2-D view.
@@ -130,9 +127,9 @@ Value batchElement(OpBuilder &b, Location loc, Value batch, Value index) {
                                    offsets, sizes, strides);
 }
 
-struct Emitter {
-  OpBuilder &b;
-  Location loc;
+struct Emitter : mcc::VectorKernelBuilder {
+  Emitter(OpBuilder &b, Location loc) : VectorKernelBuilder(b, loc) {}
+
   /// B's tiles in a weight laid out at compile time (WeightBlob::
   /// setAmxTiles) as [N / 16][K / 32][2][16][16] f32 (bf16 pairs), and the
   /// product's offsets in it (B a subview of the weight); null: packed here.
@@ -143,17 +140,6 @@ struct Emitter {
   /// in it; null: packed here.
   Value aTiles;
   OpFoldResult aRowOffset, aKOffset;
-
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-
-  void forLoop(int64_t lb, int64_t ub, int64_t step,
-               function_ref<void(Value)> body) {
-    scf::ForOp::create(b, loc, idx(lb), idx(ub), idx(step), ValueRange{},
-                       [&](OpBuilder &, Location, Value i, ValueRange) {
-                         body(i);
-                         scf::YieldOp::create(b, loc);
-                       });
-  }
 
   /// The two bf16 parts of 16 floats.
   std::pair<Value, Value> split(Value x) {
@@ -174,8 +160,8 @@ struct Emitter {
   /// Columns [k0, k0 + kb) of A's m rows as [2][M'][kBlock] bf16, 16
   /// floats at a time; reads past K are zeros.
   void packA(Value a, Value pack, int64_t m, Value k0, int64_t kb) {
-    forLoop(0, m, 1, [&](Value row) {
-      forLoop(0, kb, kLanes, [&](Value col) {
+    forLoop(idx(0), idx(m), 1, [&](Value row) {
+      forLoop(idx(0), idx(kb), kLanes, [&](Value col) {
         Value from = arith::AddIOp::create(b, loc, k0, col);
         auto [hi, lo] = split(read(a, row, from));
         vector::StoreOp::create(b, loc, hi, pack, ValueRange{idx(0), row, col});
@@ -188,10 +174,10 @@ struct Emitter {
   /// the layout of a weight read as A; padding rows and steps zero.
   void packATiles(Value a, Value tiles, int64_t m, int64_t k) {
     int64_t kp = roundUp(k, kTileK);
-    forLoop(0, m, 1, [&](Value row) {
+    forLoop(idx(0), idx(m), 1, [&](Value row) {
       Value block = arith::DivUIOp::create(b, loc, row, idx(kTileRows));
       Value inTile = arith::RemUIOp::create(b, loc, row, idx(kTileRows));
-      forLoop(0, kp, kLanes, [&](Value col) {
+      forLoop(idx(0), idx(kp), kLanes, [&](Value col) {
         auto [hi, lo] = split(read(a, row, col));
         Value step = arith::DivUIOp::create(b, loc, col, idx(kTileK));
         Value at = arith::RemUIOp::create(b, loc, col, idx(kTileK));
@@ -219,7 +205,7 @@ struct Emitter {
           b, loc, vector::InterleaveOp::create(b, loc, loEven, loOdd), pack,
           ValueRange{idx(1), pair, at});
     };
-    forLoop(0, rows / 2, 1, [&](Value pair) {
+    forLoop(idx(0), idx(rows / 2), 1, [&](Value pair) {
       Value even = arith::AddIOp::create(
           b, loc, k0, arith::MulIOp::create(b, loc, pair, idx(2)));
       Value odd = arith::AddIOp::create(b, loc, even, idx(1));
@@ -228,7 +214,7 @@ struct Emitter {
       Value ahead = arith::MinSIOp::create(
           b, loc, arith::AddIOp::create(b, loc, even, idx(kPrefetchRows)),
           idx(lastRow));
-      forLoop(0, n, kLanes, [&](Value col) {
+      forLoop(idx(0), idx(n), kLanes, [&](Value col) {
         memref::PrefetchOp::create(b, loc, bm, ValueRange{ahead, col},
                                    /*isWrite=*/false, /*localityHint=*/3,
                                    /*isDataCache=*/true);
@@ -246,7 +232,7 @@ struct Emitter {
           DenseElementsAttr::get(VectorType::get({kLanes}, b.getF32Type()),
                                  0.0f));
       Value last = arith::AddIOp::create(b, loc, k0, idx(rows - 1));
-      forLoop(0, n, kLanes, [&](Value col) {
+      forLoop(idx(0), idx(n), kLanes, [&](Value col) {
         storePair(idx(rows / 2), col, read(bm, last, col), zeros);
       });
     }
@@ -316,9 +302,9 @@ struct Emitter {
     }
     auto accType = amx::TileType::get({kTileRows, kTileRows}, b.getF32Type());
     auto inType = amx::TileType::get({kTileRows, kTileK}, b.getBF16Type());
-    forLoop(0, mp, kBlockRows, [&](Value m0) {
+    forLoop(idx(0), idx(mp), kBlockRows, [&](Value m0) {
       Value m1 = arith::AddIOp::create(b, loc, m0, idx(kTileRows));
-      forLoop(0, np, kBlockCols, [&](Value n0) {
+      forLoop(idx(0), idx(np), kBlockCols, [&](Value n0) {
         Value n2 = arith::MulIOp::create(b, loc, n0, idx(2));
         Value c0 =
             amx::TileLoadOp::create(b, loc, accType, c, ValueRange{m0, n0});
@@ -439,7 +425,8 @@ struct Emitter {
     };
     int64_t whole = k / kKBlock * kKBlock;
     if (whole)
-      forLoop(0, whole, kKBlock, [&](Value k0) { block(k0, kKBlock); });
+      forLoop(idx(0), idx(whole), kKBlock,
+              [&](Value k0) { block(k0, kKBlock); });
     if (k > whole)
       block(idx(whole), k - whole);
     if (padded) {
@@ -455,24 +442,6 @@ struct Emitter {
       memref::DeallocOp::create(b, loc, bPack);
   }
 };
-
-/// Whether `offset` is a multiple of `m`: a constant, or an induction
-/// variable of an scf.forall (a tile loop) whose bounds and step are.
-bool knownMultiple(OpFoldResult offset, int64_t m) {
-  if (std::optional<int64_t> c = getConstantIntValue(offset))
-    return *c % m == 0;
-  auto arg = dyn_cast<BlockArgument>(cast<Value>(offset));
-  if (!arg)
-    return false;
-  auto forall = dyn_cast<scf::ForallOp>(arg.getOwner()->getParentOp());
-  if (!forall || arg.getArgNumber() >= forall.getRank())
-    return false;
-  std::optional<int64_t> lb =
-      getConstantIntValue(forall.getMixedLowerBound()[arg.getArgNumber()]);
-  std::optional<int64_t> step =
-      getConstantIntValue(forall.getMixedStep()[arg.getArgNumber()]);
-  return lb && step && *lb % m == 0 && *step % m == 0;
-}
 
 /// Whether the B operand `use` reads whole tiles of a K x N weight: a
 /// rewritable product's B, directly or through a unit-stride subview whose
@@ -521,6 +490,26 @@ bool readsWholeATiles(OpOperand &use) {
   return isA(use);
 }
 
+/// A weight's record laid out as tiles (WeightBlob::setAmxTiles), seen as
+/// [blocks][steps of K][2 parts][16][16] f32: each 1 KiB tile's rows are 64
+/// bytes, as many bf16 (or pairs) as `amx.tile_load` reads from an f32
+/// memref.
+Value tileView(OpBuilder &b, Value weight, int64_t blocks, int64_t steps) {
+  SmallVector<int64_t> shape{blocks, steps, 2, kTileRows, kBlockCols};
+  SmallVector<int64_t> strides{steps * 2 * 256, 2 * 256, 256, 16, 1};
+  return memref::ReinterpretCastOp::create(
+      b, weight.getLoc(), MemRefType::get(shape, b.getF32Type()), weight,
+      /*offset=*/0, shape, strides);
+}
+
+/// The value a product's operand views (through one subview) and the
+/// view's offsets in it (zeros: the operand itself).
+std::pair<Value, SmallVector<OpFoldResult>> sourceOf(OpBuilder &b, Value v) {
+  if (auto sub = v.getDefiningOp<memref::SubViewOp>())
+    return {sub.getSource(), sub.getMixedOffsets()};
+  return {v, SmallVector<OpFoldResult>(2, b.getIndexAttr(0))};
+}
+
 struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
   using AmxMatmulBase::AmxMatmulBase;
 
@@ -555,7 +544,7 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
           arith::ConstantOp::create(b, loc, b.getZeroAttr(b.getBF16Type()));
       linalg::FillOp::create(b, loc, zero, tiles);
     }
-    Emitter{b, loc}.packATiles(a, tiles, m, k);
+    Emitter(b, loc).packATiles(a, tiles, m, k);
     b.setInsertionPointAfter(loop);
     memref::DeallocOp::create(b, loc, tiles);
     return tiles;
@@ -581,13 +570,8 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
             return readsWholeTiles(use);
           }))
         continue;
-      int64_t k = type.getDimSize(0), n = type.getDimSize(1);
-      SmallVector<int64_t> shape{n / kBlockCols, k / kTileK, 2, kTileRows,
-                                 kBlockCols};
-      SmallVector<int64_t> strides{k / kTileK * 2 * 256, 2 * 256, 256, 16, 1};
-      views[arg] = memref::ReinterpretCastOp::create(
-          b, arg.getLoc(), MemRefType::get(shape, b.getF32Type()), arg,
-          /*offset=*/0, shape, strides);
+      views[arg] = tileView(b, arg, type.getDimSize(1) / kBlockCols,
+                            type.getDimSize(0) / kTileK);
       marks.append({arg.getArgNumber() - numInputs.getInt(), 1});
     }
     // Weights read as A (a convolution's, M x C*kh*kw): their 2-D view,
@@ -625,12 +609,7 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
         continue;
       if (type.getRank() == 2)
         flat.push_back(arg);
-      SmallVector<int64_t> shape{m / kTileRows, k / kTileK, 2, kTileRows,
-                                 kBlockCols};
-      SmallVector<int64_t> strides{k / kTileK * 2 * 256, 2 * 256, 256, 16, 1};
-      Value view = memref::ReinterpretCastOp::create(
-          b, arg.getLoc(), MemRefType::get(shape, b.getF32Type()), arg,
-          /*offset=*/0, shape, strides);
+      Value view = tileView(b, arg, m / kTileRows, k / kTileK);
       for (Value v : flat)
         aViews[v] = view;
       marks.append({arg.getArgNumber() - numInputs.getInt(), 2});
@@ -668,7 +647,7 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
             Value a = batchElement(b, loc, op.getDpsInputs()[0], i);
             Value bm = batchElement(b, loc, op.getDpsInputs()[1], i);
             Value c = batchElement(b, loc, op.getDpsInits()[0], i);
-            Emitter emitter{b, loc};
+            Emitter emitter(b, loc);
             emitter.emit(a, bm, c, cType.getDimSize(1), cType.getDimSize(2),
                          cast<MemRefType>(a.getType()).getDimSize(1));
             scf::YieldOp::create(b, loc);
@@ -677,26 +656,16 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
     }
     for (linalg::MatmulOp op : ops) {
       OpBuilder b(op);
-      Emitter emitter{b, op.getLoc()};
+      Emitter emitter(b, op.getLoc());
       Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1],
             c = op.getDpsInits()[0];
-      SmallVector<OpFoldResult> offsets(2, b.getIndexAttr(0));
-      Value weight = bm;
-      if (auto sub = bm.getDefiningOp<memref::SubViewOp>()) {
-        offsets = sub.getMixedOffsets();
-        weight = sub.getSource();
-      }
+      auto [weight, offsets] = sourceOf(b, bm);
       if (Value tiles = weights.lookup(weight)) {
         emitter.weightTiles = tiles;
         emitter.kOffset = offsets[0];
         emitter.nOffset = offsets[1];
       }
-      SmallVector<OpFoldResult> aOffsets(2, b.getIndexAttr(0));
-      Value aSource = a;
-      if (auto sub = a.getDefiningOp<memref::SubViewOp>()) {
-        aOffsets = sub.getMixedOffsets();
-        aSource = sub.getSource();
-      }
+      auto [aSource, aOffsets] = sourceOf(b, a);
       if (Value tiles = aViews.lookup(aSource)) {
         emitter.aTiles = tiles;
         emitter.aRowOffset = aOffsets[0];

@@ -57,6 +57,7 @@ namespace mcc {
 
 using namespace mlir;
 using mcc::hasUnitInnerStride;
+using mcc::knownMultiple;
 using mcc::readElsewhere;
 using mcc::rootBuffer;
 using mcc::vectorizableBody;
@@ -1126,24 +1127,6 @@ bool rewritable(linalg::LinalgOp op) {
   return isa<MemRefType>(a.getType()) &&
          cast<MemRefType>(a.getType()).getElementType().isF32() &&
          hasUnitInnerStride(bm) && hasUnitInnerStride(c);
-}
-
-/// Whether `offset` is a known multiple of `m`: a constant, or an
-/// scf.forall induction variable whose lower bound and step are.
-bool knownMultiple(OpFoldResult offset, int64_t m) {
-  if (std::optional<int64_t> c = getConstantIntValue(offset))
-    return *c % m == 0;
-  auto arg = dyn_cast<BlockArgument>(cast<Value>(offset));
-  if (!arg)
-    return false;
-  auto forall = dyn_cast<scf::ForallOp>(arg.getOwner()->getParentOp());
-  if (!forall || arg.getArgNumber() >= forall.getRank())
-    return false;
-  std::optional<int64_t> lb =
-      getConstantIntValue(forall.getMixedLowerBound()[arg.getArgNumber()]);
-  std::optional<int64_t> step =
-      getConstantIntValue(forall.getMixedStep()[arg.getArgNumber()]);
-  return lb && step && *lb % m == 0 && *step % m == 0;
 }
 
 /// The buffer B views: a subview's source, else B itself.

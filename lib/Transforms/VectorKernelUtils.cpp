@@ -2,6 +2,7 @@
 
 #include "mcc/Transforms/VectorKernelUtils.h"
 
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
@@ -17,6 +18,22 @@ bool hasUnitInnerStride(Value v) {
   if (failed(t.getStridesAndOffset(strides, offset)))
     return false;
   return !strides.empty() && strides.back() == 1;
+}
+
+bool knownMultiple(OpFoldResult offset, int64_t m) {
+  if (std::optional<int64_t> c = getConstantIntValue(offset))
+    return *c % m == 0;
+  auto arg = dyn_cast<BlockArgument>(cast<Value>(offset));
+  if (!arg)
+    return false;
+  auto forall = dyn_cast<scf::ForallOp>(arg.getOwner()->getParentOp());
+  if (!forall || arg.getArgNumber() >= forall.getRank())
+    return false;
+  std::optional<int64_t> lb =
+      getConstantIntValue(forall.getMixedLowerBound()[arg.getArgNumber()]);
+  std::optional<int64_t> step =
+      getConstantIntValue(forall.getMixedStep()[arg.getArgNumber()]);
+  return lb && step && *lb % m == 0 && *step % m == 0;
 }
 
 Value rootBuffer(Value v) {

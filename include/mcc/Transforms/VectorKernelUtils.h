@@ -25,6 +25,11 @@ namespace mcc {
 /// kernels can load and store them as vectors.
 bool hasUnitInnerStride(mlir::Value v);
 
+/// Whether a view's `offset` is a multiple of `m`: a constant, or an
+/// induction variable of an scf.forall (a tile loop) whose lower bound and
+/// step are.
+bool knownMultiple(mlir::OpFoldResult offset, int64_t m);
+
 /// The buffer behind `v`'s views.
 mlir::Value rootBuffer(mlir::Value v);
 

@@ -651,31 +651,16 @@ LogicalResult checkCpuName(llvm::StringRef cpu, Location loc) {
   return success();
 }
 
-unsigned cpuVectorBits(llvm::StringRef cpu) {
+/// Whether `cpu` (empty: this host) has every LLVM feature of `features`
+/// ("+avx2", "+amx-tile,+amx-bf16"): the host's from cpuid, a named CPU's
+/// from LLVM's tables.
+static bool cpuHas(llvm::StringRef cpu, llvm::StringRef features) {
   if (cpu.empty()) {
     llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
-    return host.lookup("avx512f") ? 512 : host.lookup("avx2") ? 256 : 128;
-  }
-  llvm::InitializeNativeTarget();
-  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
-  std::string error;
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return 128;
-  std::unique_ptr<llvm::MCSubtargetInfo> sti(
-      target->createMCSubtargetInfo(triple, cpu, ""));
-  if (!sti)
-    return 128;
-  return sti->checkFeatures("+avx512f") ? 512
-         : sti->checkFeatures("+avx2")  ? 256
-                                        : 128;
-}
-
-bool cpuHasAmxBf16(llvm::StringRef cpu) {
-  if (cpu.empty()) {
-    llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
-    return host.lookup("amx-tile") && host.lookup("amx-bf16");
+    llvm::SmallVector<llvm::StringRef> names;
+    features.split(names, ',');
+    return llvm::all_of(
+        names, [&](llvm::StringRef f) { return host.lookup(f.drop_front()); });
   }
   llvm::InitializeNativeTarget();
   llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
@@ -686,7 +671,15 @@ bool cpuHasAmxBf16(llvm::StringRef cpu) {
     return false;
   std::unique_ptr<llvm::MCSubtargetInfo> sti(
       target->createMCSubtargetInfo(triple, cpu, ""));
-  return sti && sti->checkFeatures("+amx-tile,+amx-bf16");
+  return sti && sti->checkFeatures(features);
+}
+
+unsigned cpuVectorBits(llvm::StringRef cpu) {
+  return cpuHas(cpu, "+avx512f") ? 512 : cpuHas(cpu, "+avx2") ? 256 : 128;
+}
+
+bool cpuHasAmxBf16(llvm::StringRef cpu) {
+  return cpuHas(cpu, "+amx-tile,+amx-bf16");
 }
 
 LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
