@@ -61,20 +61,25 @@ constexpr int64_t kPrefetchRows = 8; // rows of B fetched ahead of the pack
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-/// A 2-D f32 product with static shapes whose C rows are unit-stride, with
-/// at least a tile of rows and columns (a matrix-vector product gains
-/// nothing from tiles).
 /// Whether a product of these static 2-D shapes (per batch element) is
-/// worth the tiles, with a unit-stride C.
-bool tileable(int64_t m, int64_t n, int64_t k, Value c) {
-  // Whole blocks of 32 x 16 and steps of 32 waste what they pad: N = 49 (a
-  // 7 x 7 image) computes 64 columns, and resnet50's layer4 products ran
-  // 1.3-1.5 times slower than the AVX-512 kernels (which run 48 + a
-  // dot-product column); K = 16 (mobilenetv3's first expansion) 1.4 times.
-  int64_t padded =
-      roundUp(m, kBlockRows) * roundUp(n, kBlockCols) * roundUp(k, kTileK);
-  return m >= kTileRows && n >= kTileRows && k > 0 &&
-         padded * 8 <= m * n * k * 9 && mcc::hasUnitInnerStride(c);
+/// worth the tiles, with a unit-stride C and at least a tile of rows and
+/// columns (a matrix-vector product gains nothing from tiles).
+///
+/// Padding K costs the most: a product of few steps is bound by moving C
+/// through the tiles, and K = 16 (mobilenetv3's first expansion) ran 1.4
+/// times slower, K = 24 and 72 (padded to 32 and 96) 1.2-2 times. Padding
+/// rows and columns costs only the multiplies: N = 49 (a 7 x 7 image, 64
+/// columns) runs 1.5 times faster on the tiles than on the AVX-512 kernels,
+/// once its B is packed once per tile loop, and so do column tiles of 98
+/// (112). A batch element packs its own A and B: there N = 49 was slower.
+bool tileable(int64_t m, int64_t n, int64_t k, Value c, bool batch) {
+  if (m < kTileRows || n < kTileRows || k <= 0 || !mcc::hasUnitInnerStride(c))
+    return false;
+  int64_t paddedMN = roundUp(m, kBlockRows) * roundUp(n, kBlockCols);
+  int64_t paddedK = roundUp(k, kTileK);
+  if (batch)
+    return paddedMN * paddedK * 8 <= m * n * k * 9;
+  return paddedK * 8 <= k * 9 && paddedMN * 3 <= m * n * 4;
 }
 
 /// A product on f32 buffers with static shapes of `rank` (2: matmul, 3:
@@ -99,7 +104,7 @@ bool rewritable(linalg::MatmulOp op) {
   auto a = cast<MemRefType>(op.getDpsInputs()[0].getType());
   auto c = cast<MemRefType>(op.getDpsInits()[0].getType());
   return tileable(c.getDimSize(0), c.getDimSize(1), a.getDimSize(1),
-                  op.getDpsInits()[0]);
+                  op.getDpsInits()[0], /*batch=*/false);
 }
 
 bool rewritable(linalg::BatchMatmulOp op) {
@@ -109,7 +114,7 @@ bool rewritable(linalg::BatchMatmulOp op) {
   auto a = cast<MemRefType>(op.getDpsInputs()[0].getType());
   auto c = cast<MemRefType>(op.getDpsInits()[0].getType());
   return tileable(c.getDimSize(1), c.getDimSize(2), a.getDimSize(2),
-                  op.getDpsInits()[0]);
+                  op.getDpsInits()[0], /*batch=*/true);
 }
 
 /// Element `index` of a static batch of matrices, as a 2-D view.
@@ -135,6 +140,8 @@ struct Emitter : mcc::VectorKernelBuilder {
   /// product's offsets in it (B a subview of the weight); null: packed here.
   Value weightTiles;
   OpFoldResult kOffset, nOffset;
+  /// weightTiles is a pack of this run's B in L2 (nothing to fetch ahead).
+  bool packedB = false;
   /// A's tiles in a weight laid out at compile time as [M / 16][K / 32][2]
   /// [16][16] f32 (bf16 rows of 32 steps of K), and the product's offsets
   /// in it; null: packed here.
@@ -185,6 +192,40 @@ struct Emitter : mcc::VectorKernelBuilder {
                                 ValueRange{block, step, idx(0), inTile, at});
         vector::StoreOp::create(b, loc, lo, tiles,
                                 ValueRange{block, step, idx(1), inTile, at});
+      });
+    });
+  }
+
+  /// All of B (k x n) as column tiles [N' / 16][K' / 32][2][16][32] bf16,
+  /// the layout of a weight read as B (each tile row a pair of B's rows,
+  /// interleaved); padding steps and columns zero (the caller fills).
+  void packBTiles(Value bm, Value tiles, int64_t k, int64_t n) {
+    Value zeros = this->zeros(VectorType::get({kLanes}, b.getF32Type()));
+    forLoop(idx(0), idx(roundUp(k, 2) / 2), 1, [&](Value pair) {
+      Value even = arith::MulIOp::create(b, loc, pair, idx(2));
+      Value odd = arith::AddIOp::create(b, loc, even, idx(1));
+      Value step = arith::DivUIOp::create(b, loc, pair, idx(kTileRows));
+      Value row = arith::RemUIOp::create(b, loc, pair, idx(kTileRows));
+      forLoop(idx(0), idx(n), kLanes, [&](Value col) {
+        Value block = arith::DivUIOp::create(b, loc, col, idx(kBlockCols));
+        Value evenRow = read(bm, even, col);
+        Value oddRow = k % 2 ? Value(zeros) : read(bm, odd, col);
+        if (k % 2) {
+          // The last pair of an odd K has no odd row.
+          Value inside = arith::CmpIOp::create(
+              b, loc, arith::CmpIPredicate::ult, odd, idx(k));
+          Value safe = arith::MinUIOp::create(b, loc, odd, idx(k - 1));
+          oddRow = arith::SelectOp::create(b, loc, inside, read(bm, safe, col),
+                                           zeros);
+        }
+        auto [hiEven, loEven] = split(evenRow);
+        auto [hiOdd, loOdd] = split(oddRow);
+        vector::StoreOp::create(
+            b, loc, vector::InterleaveOp::create(b, loc, hiEven, hiOdd), tiles,
+            ValueRange{block, step, idx(0), row, idx(0)});
+        vector::StoreOp::create(
+            b, loc, vector::InterleaveOp::create(b, loc, loEven, loOdd), tiles,
+            ValueRange{block, step, idx(1), row, idx(0)});
       });
     });
   }
@@ -310,7 +351,7 @@ struct Emitter : mcc::VectorKernelBuilder {
             amx::TileLoadOp::create(b, loc, accType, c, ValueRange{m0, n0});
         Value c1 =
             amx::TileLoadOp::create(b, loc, accType, c, ValueRange{m1, n0});
-        if (weightTiles)
+        if (weightTiles && !packedB)
           fetchNextBlock(m0, n0, k0, mp);
         for (int64_t step = 0; step < steps; ++step) {
           Value kk = idx(step * kTileK), pair = idx(step * kTileK / 2);
@@ -524,8 +565,8 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
   /// Packing a weight on every run read it from memory and wrote its tiles back
   /// (bert-base's products 1.3 times the AVX-512 kernels' time).
   llvm::DenseMap<Value, Value> aViews;
-  /// A packed once per tile loop, by (loop, A).
-  std::map<std::pair<Operation *, void *>, Value> sharedA;
+  /// A packed once per tile loop, by (loop, A); likewise B.
+  std::map<std::pair<Operation *, void *>, Value> sharedA, sharedB;
 
   /// Packs `a` (defined outside `loop`) into row tiles on the heap before
   /// the loop, freed after it.
@@ -550,10 +591,34 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
     return tiles;
   }
 
+  /// Packs `bm` (defined outside `loop`) into column tiles on the heap
+  /// before the loop, freed after it.
+  Value shareB(scf::ForallOp loop, Value bm) {
+    OpBuilder b(loop);
+    Location loc = loop.getLoc();
+    auto type = cast<MemRefType>(bm.getType());
+    int64_t k = type.getDimSize(0), n = type.getDimSize(1);
+    int64_t np = roundUp(n, kBlockCols), kp = roundUp(k, kTileK);
+    Value tiles = memref::AllocOp::create(
+        b, loc,
+        MemRefType::get({np / kBlockCols, kp / kTileK, 2, kTileRows, kTileK},
+                        b.getBF16Type()));
+    if (np != n || kp != k) {
+      Value zero =
+          arith::ConstantOp::create(b, loc, b.getZeroAttr(b.getBF16Type()));
+      linalg::FillOp::create(b, loc, zero, tiles);
+    }
+    Emitter(b, loc).packBTiles(bm, tiles, k, n);
+    b.setInsertionPointAfter(loop);
+    memref::DeallocOp::create(b, loc, tiles);
+    return tiles;
+  }
+
   llvm::DenseMap<Value, Value> tileWeights() {
     llvm::DenseMap<Value, Value> views;
     aViews.clear();
     sharedA.clear();
+    sharedB.clear();
     func::FuncOp fn = getOperation();
     auto numInputs = fn->getAttrOfType<IntegerAttr>("mcc.num_inputs");
     if (!numInputs || fn.isExternal())
@@ -660,18 +725,29 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
       Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1],
             c = op.getDpsInits()[0];
       auto [weight, offsets] = sourceOf(b, bm);
+      auto loop = op->getParentOfType<scf::ForallOp>();
       if (Value tiles = weights.lookup(weight)) {
         emitter.weightTiles = tiles;
         emitter.kOffset = offsets[0];
         emitter.nOffset = offsets[1];
+      } else if (loop && loop.isDefinedOutsideOfLoop(bm)) {
+        // A B that every tile of a tile loop reads whole (the activation of
+        // a convolution whose output channels are tiled): each row tile
+        // packed it again, K block by K block.
+        Value &tiles = sharedB[{loop.getOperation(), bm.getAsOpaquePointer()}];
+        if (!tiles)
+          tiles = shareB(loop, bm);
+        emitter.weightTiles = tiles;
+        emitter.packedB = true;
+        emitter.kOffset = b.getIndexAttr(0);
+        emitter.nOffset = b.getIndexAttr(0);
       }
       auto [aSource, aOffsets] = sourceOf(b, a);
       if (Value tiles = aViews.lookup(aSource)) {
         emitter.aTiles = tiles;
         emitter.aRowOffset = aOffsets[0];
         emitter.aKOffset = aOffsets[1];
-      } else if (auto loop = op->getParentOfType<scf::ForallOp>();
-                 loop && loop.isDefinedOutsideOfLoop(a)) {
+      } else if (loop && loop.isDefinedOutsideOfLoop(a)) {
         // An A that every tile of a tile loop reads whole (the activation
         // of a linear layer whose columns are tiled) is packed once, before
         // the loop: each of bert-base's 12 column tiles packed it again,

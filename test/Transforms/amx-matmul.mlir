@@ -70,9 +70,9 @@ func.func @ragged(%a: memref<250x310xf32>, %b: memref<310x200xf32>,
 }
 
 // Left to the AVX-512 kernels: a matrix-vector product (one row), dynamic
-// shapes, a transposed B (a user-given indexing map), N = 49 and K = 16,
-// whose padding to 64 columns and 32 steps would waste a third and a half
-// of the tiles' work.
+// shapes, a transposed B (a user-given indexing map), N = 17 (32 columns
+// computed for 17) and K = 16 (padded to 32 steps: a product of one step is
+// bound by moving C through the tiles).
 // CHECK-LABEL: func.func @left_alone
 // CHECK-NOT: amx.
 // CHECK: linalg.matmul
@@ -95,10 +95,10 @@ func.func @left_alone(%a1: memref<1x64xf32>, %b: memref<64x64xf32>,
   linalg.matmul indexing_maps = [#mA, #mBt, #mC]
                 ins(%a, %b : memref<64x64xf32>, memref<64x64xf32>)
                 outs(%c : memref<64x64xf32>)
-  %b49 = memref.alloc() : memref<64x49xf32>
-  %c49 = memref.alloc() : memref<64x49xf32>
-  linalg.matmul ins(%a, %b49 : memref<64x64xf32>, memref<64x49xf32>)
-                outs(%c49 : memref<64x49xf32>)
+  %b17 = memref.alloc() : memref<64x17xf32>
+  %c17 = memref.alloc() : memref<64x17xf32>
+  linalg.matmul ins(%a, %b17 : memref<64x64xf32>, memref<64x17xf32>)
+                outs(%c17 : memref<64x17xf32>)
   %a16 = memref.alloc() : memref<64x16xf32>
   %b16 = memref.alloc() : memref<16x64xf32>
   linalg.matmul ins(%a16, %b16 : memref<64x16xf32>, memref<16x64xf32>)
@@ -192,6 +192,39 @@ func.func @shared_a(%x: memref<32x64xf32>, %w: memref<64x64xf32>,
   return
 }
 
+// A B that every tile of a tile loop reads whole (a convolution's
+// activation, its output channels tiled) is packed once before the loop as
+// column tiles (pairs of rows interleaved, padded from 49 to 64 columns
+// with zeros), read by every tile, and freed after the loop; a pack of
+// this run's B is not fetched ahead like a weight streaming from memory.
+// The 7 x 7 image's padding (N = 49 computes 64 columns) is worth the
+// tiles; C goes through a padded copy.
+// CHECK-LABEL: func.func @shared_b
+// CHECK: %[[T:.*]] = memref.alloc() : memref<4x2x2x16x32xbf16>
+// CHECK: linalg.fill {{.*}} outs(%[[T]]
+// CHECK: vector.transfer_read %arg0
+// CHECK: vector.interleave
+// CHECK: vector.store {{.*}}, %[[T]][
+// CHECK: scf.forall
+// CHECK-NOT: vector.transfer_read %arg0
+// CHECK-NOT: memref.prefetch
+// CHECK: amx.tile_load %[[T]][
+// CHECK: amx.tile_mulf
+// CHECK: }
+// CHECK: memref.dealloc %[[T]]
+func.func @shared_b(%x: memref<64x49xf32>, %w: memref<64x64xf32>,
+                    %y: memref<64x49xf32>) {
+  scf.forall (%i) = (0) to (64) step (32) {
+    %ws = memref.subview %w[%i, 0] [32, 64] [1, 1]
+        : memref<64x64xf32> to memref<32x64xf32, strided<[64, 1], offset: ?>>
+    %ys = memref.subview %y[%i, 0] [32, 49] [1, 1]
+        : memref<64x49xf32> to memref<32x49xf32, strided<[49, 1], offset: ?>>
+    linalg.matmul ins(%ws, %x : memref<32x64xf32, strided<[64, 1], offset: ?>>, memref<64x49xf32>)
+                  outs(%ys : memref<32x49xf32, strided<[49, 1], offset: ?>>)
+  }
+  return
+}
+
 // A batch of products (attention's heads, Winograd's transformed tiles)
 // runs the same tile products on each element's 2-D views, in a loop.
 // CHECK-LABEL: func.func @batch
@@ -204,5 +237,17 @@ func.func @batch(%a: memref<4x64x64xf32>, %b: memref<4x64x32xf32>,
                  %c: memref<4x64x32xf32>) {
   linalg.batch_matmul ins(%a, %b : memref<4x64x64xf32>, memref<4x64x32xf32>)
                       outs(%c : memref<4x64x32xf32>)
+  return
+}
+
+// A batch element packs its own A and B: N = 49 (Winograd's products over a
+// 7 x 7 image) ran slower on the tiles and is left to the AVX-512 kernels.
+// CHECK-LABEL: func.func @batch_narrow
+// CHECK-NOT: amx.
+// CHECK: linalg.batch_matmul
+func.func @batch_narrow(%a: memref<4x64x64xf32>, %b: memref<4x64x49xf32>,
+                        %c: memref<4x64x49xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<4x64x64xf32>, memref<4x64x49xf32>)
+                      outs(%c : memref<4x64x49xf32>)
   return
 }
