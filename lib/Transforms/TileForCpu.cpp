@@ -170,6 +170,24 @@ SmallVector<int64_t> chooseMatmulTileSizes(linalg::LinalgOp op,
         break;
       }
   }
+  // A last n tile narrower than the rest has a dynamic width, which keeps
+  // its product off the static kernels (mcc-amx-matmul takes static shapes
+  // only): resnet50's 512 x 128 x 784 products ran as 256, 256, 256 and 16
+  // columns, its 256 x 2304 x 196 one as 6 x 32 + 4. Take instead the
+  // widest width, down to half the ragged one, that splits N exactly (by
+  // the rule above) into at least minTiles tiles with the same m tiles:
+  // 784 in 4 of 196, 196 in 4 of 49. (Shorter m tiles to make up the
+  // count ran slower on mobilenetv3's narrow products.)
+  if (!dynN && N % nTile != 0) {
+    int64_t K = ranges[batch + 2];
+    bool dotTail = !ShapedType::isDynamic(K) && K >= 64;
+    for (int64_t w = std::min<int64_t>(N, 512); w >= nTile / 2; --w)
+      if (N % w == 0 && (w % 32 == 0 || (dotTail && w % 16 <= 4)) &&
+          otherTiles * (N / w) >= minTiles) {
+        nTile = w;
+        break;
+      }
+  }
   SmallVector<int64_t> sizes(ranges.size(), 0);
   for (size_t i = 0; i < batch; ++i)
     sizes[i] = 1;

@@ -62,6 +62,29 @@ func.func @even_tiles_off_the_block(%a: tensor<128x512xf32>, %b: tensor<512x784x
   return %m : tensor<128x784xf32>
 }
 
+// A ragged last n tile would have a dynamic width (784 as 256, 256, 256
+// and 16; 196 as 6 x 32 + 4), which keeps the product off the static
+// kernels: the widest width down to half the ragged one that splits N
+// exactly, with the same m tiles, instead.
+// CHECK-LABEL: func.func @no_ragged_tiles
+// CHECK: scf.forall ({{.*}}) = (0, 0) to (512, 784) step (128, 196)
+// CHECK:   linalg.matmul {{.*}} -> tensor<128x196xf32>
+// CHECK: scf.forall ({{.*}}) = (0, 0) to (256, 196) step (128, 49)
+// CHECK:   linalg.matmul {{.*}} -> tensor<128x49xf32>
+// CHECK-NOT: tensor<128x?xf32>
+func.func @no_ragged_tiles(%a: tensor<512x128xf32>, %b: tensor<128x784xf32>,
+                           %a2: tensor<256x2304xf32>, %b2: tensor<2304x196xf32>)
+    -> (tensor<512x784xf32>, tensor<256x196xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<512x784xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<512x784xf32>) -> tensor<512x784xf32>
+  %m = linalg.matmul ins(%a, %b : tensor<512x128xf32>, tensor<128x784xf32>) outs(%f : tensor<512x784xf32>) -> tensor<512x784xf32>
+  %e2 = tensor.empty() : tensor<256x196xf32>
+  %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<256x196xf32>) -> tensor<256x196xf32>
+  %m2 = linalg.matmul ins(%a2, %b2 : tensor<256x2304xf32>, tensor<2304x196xf32>) outs(%f2 : tensor<256x196xf32>) -> tensor<256x196xf32>
+  return %m, %m2 : tensor<512x784xf32>, tensor<256x196xf32>
+}
+
 // A small leading dim (2) is not enough: the next parallel dim is tiled too.
 // CHECK-LABEL: func.func @elementwise
 // CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (2, 40) step (1, 10)
