@@ -177,13 +177,16 @@ struct Emitter : mcc::VectorKernelBuilder {
     });
   }
 
-  /// All of A (m x k) as row tiles [M' / 16][K' / 32][2][16][32] bf16,
-  /// the layout of a weight read as A; padding rows and steps zero.
-  void packATiles(Value a, Value tiles, int64_t m, int64_t k) {
+  /// Row tile `block` of A (m x k) in row tiles [M' / 16][K' / 32][2][16]
+  /// [32] bf16, the layout of a weight read as A; padding rows and steps
+  /// zero (the caller fills).
+  void packATiles(Value a, Value tiles, int64_t m, int64_t k, Value block) {
     int64_t kp = roundUp(k, kTileK);
-    forLoop(idx(0), idx(m), 1, [&](Value row) {
-      Value block = arith::DivUIOp::create(b, loc, row, idx(kTileRows));
-      Value inTile = arith::RemUIOp::create(b, loc, row, idx(kTileRows));
+    Value first = arith::MulIOp::create(b, loc, block, idx(kTileRows));
+    Value end = arith::MinUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, first, idx(kTileRows)), idx(m));
+    forLoop(first, end, 1, [&](Value row) {
+      Value inTile = arith::SubIOp::create(b, loc, row, first);
       forLoop(idx(0), idx(kp), kLanes, [&](Value col) {
         auto [hi, lo] = split(read(a, row, col));
         Value step = arith::DivUIOp::create(b, loc, col, idx(kTileK));
@@ -196,37 +199,36 @@ struct Emitter : mcc::VectorKernelBuilder {
     });
   }
 
-  /// All of B (k x n) as column tiles [N' / 16][K' / 32][2][16][32] bf16,
-  /// the layout of a weight read as B (each tile row a pair of B's rows,
-  /// interleaved); padding steps and columns zero (the caller fills).
-  void packBTiles(Value bm, Value tiles, int64_t k, int64_t n) {
+  /// Column tile `block` of B (k x n) in column tiles [N' / 16][K' / 32][2]
+  /// [16][32] bf16, the layout of a weight read as B (each tile row a pair
+  /// of B's rows, interleaved); columns past N zero, and steps past K
+  /// (the caller fills).
+  void packBTiles(Value bm, Value tiles, int64_t k, Value block) {
     Value zeros = this->zeros(VectorType::get({kLanes}, b.getF32Type()));
+    Value col = arith::MulIOp::create(b, loc, block, idx(kBlockCols));
     forLoop(idx(0), idx(roundUp(k, 2) / 2), 1, [&](Value pair) {
       Value even = arith::MulIOp::create(b, loc, pair, idx(2));
       Value odd = arith::AddIOp::create(b, loc, even, idx(1));
       Value step = arith::DivUIOp::create(b, loc, pair, idx(kTileRows));
       Value row = arith::RemUIOp::create(b, loc, pair, idx(kTileRows));
-      forLoop(idx(0), idx(n), kLanes, [&](Value col) {
-        Value block = arith::DivUIOp::create(b, loc, col, idx(kBlockCols));
-        Value evenRow = read(bm, even, col);
-        Value oddRow = k % 2 ? Value(zeros) : read(bm, odd, col);
-        if (k % 2) {
-          // The last pair of an odd K has no odd row.
-          Value inside = arith::CmpIOp::create(
-              b, loc, arith::CmpIPredicate::ult, odd, idx(k));
-          Value safe = arith::MinUIOp::create(b, loc, odd, idx(k - 1));
-          oddRow = arith::SelectOp::create(b, loc, inside, read(bm, safe, col),
-                                           zeros);
-        }
-        auto [hiEven, loEven] = split(evenRow);
-        auto [hiOdd, loOdd] = split(oddRow);
-        vector::StoreOp::create(
-            b, loc, vector::InterleaveOp::create(b, loc, hiEven, hiOdd), tiles,
-            ValueRange{block, step, idx(0), row, idx(0)});
-        vector::StoreOp::create(
-            b, loc, vector::InterleaveOp::create(b, loc, loEven, loOdd), tiles,
-            ValueRange{block, step, idx(1), row, idx(0)});
-      });
+      Value evenRow = read(bm, even, col);
+      Value oddRow = k % 2 ? Value(zeros) : read(bm, odd, col);
+      if (k % 2) {
+        // The last pair of an odd K has no odd row.
+        Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                             odd, idx(k));
+        Value safe = arith::MinUIOp::create(b, loc, odd, idx(k - 1));
+        oddRow =
+            arith::SelectOp::create(b, loc, inside, read(bm, safe, col), zeros);
+      }
+      auto [hiEven, loEven] = split(evenRow);
+      auto [hiOdd, loOdd] = split(oddRow);
+      vector::StoreOp::create(
+          b, loc, vector::InterleaveOp::create(b, loc, hiEven, hiOdd), tiles,
+          ValueRange{block, step, idx(0), row, idx(0)});
+      vector::StoreOp::create(
+          b, loc, vector::InterleaveOp::create(b, loc, loEven, loOdd), tiles,
+          ValueRange{block, step, idx(1), row, idx(0)});
     });
   }
 
@@ -568,8 +570,28 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
   /// A packed once per tile loop, by (loop, A); likewise B.
   std::map<std::pair<Operation *, void *>, Value> sharedA, sharedB;
 
+  /// A parallel loop over `count` tile blocks before `loop`, calling `body`
+  /// with the block: a shared pack on one thread left the other cores
+  /// waiting (resnet50 scaled 1.68 times on two).
+  static void forEachBlock(OpBuilder &b, Location loc, int64_t count,
+                           llvm::function_ref<void(OpBuilder &, Value)> body) {
+    auto blocks = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(count)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1)}, ValueRange{}, std::nullopt);
+    Block *inner = blocks.getBody();
+    if (inner->empty() || !isa<scf::InParallelOp>(inner->back())) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToEnd(inner);
+      scf::InParallelOp::create(b, loc);
+    }
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(inner->getTerminator());
+    body(b, blocks.getInductionVar(0));
+  }
+
   /// Packs `a` (defined outside `loop`) into row tiles on the heap before
-  /// the loop, freed after it.
+  /// the loop, a row tile per iteration of a parallel loop, freed after it.
   Value shareA(scf::ForallOp loop, Value a) {
     OpBuilder b(loop);
     Location loc = loop.getLoc();
@@ -585,14 +607,17 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
           arith::ConstantOp::create(b, loc, b.getZeroAttr(b.getBF16Type()));
       linalg::FillOp::create(b, loc, zero, tiles);
     }
-    Emitter(b, loc).packATiles(a, tiles, m, k);
+    forEachBlock(b, loc, mp / kTileRows, [&](OpBuilder &inner, Value block) {
+      Emitter(inner, loc).packATiles(a, tiles, m, k, block);
+    });
     b.setInsertionPointAfter(loop);
     memref::DeallocOp::create(b, loc, tiles);
     return tiles;
   }
 
   /// Packs `bm` (defined outside `loop`) into column tiles on the heap
-  /// before the loop, freed after it.
+  /// before the loop, a column tile per iteration of a parallel loop, freed
+  /// after it.
   Value shareB(scf::ForallOp loop, Value bm) {
     OpBuilder b(loop);
     Location loc = loop.getLoc();
@@ -608,7 +633,9 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
           arith::ConstantOp::create(b, loc, b.getZeroAttr(b.getBF16Type()));
       linalg::FillOp::create(b, loc, zero, tiles);
     }
-    Emitter(b, loc).packBTiles(bm, tiles, k, n);
+    forEachBlock(b, loc, np / kBlockCols, [&](OpBuilder &inner, Value block) {
+      Emitter(inner, loc).packBTiles(bm, tiles, k, block);
+    });
     b.setInsertionPointAfter(loop);
     memref::DeallocOp::create(b, loc, tiles);
     return tiles;
