@@ -38,6 +38,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Matchers.h"
 
 #include <map>
 
@@ -117,6 +118,19 @@ bool rewritable(linalg::BatchMatmulOp op) {
                   op.getDpsInits()[0], /*batch=*/true);
 }
 
+/// Erases a zero fill of `c` right before `op`, and says whether there was
+/// one: the product then starts its accumulators at zero instead of
+/// writing zeros to C and loading them back (resnet50's Winograd products
+/// over 28 x 28 images write 3.2 MB of C; K = 64 is one block).
+bool absorbZeroFill(Operation *op, Value c) {
+  auto fill = dyn_cast_or_null<linalg::FillOp>(op->getPrevNode());
+  if (!fill || !fill.hasPureBufferSemantics() || fill.getDpsInits()[0] != c ||
+      !matchPattern(fill.getDpsInputs()[0], m_AnyZeroFloat()))
+    return false;
+  fill->erase();
+  return true;
+}
+
 /// Element `index` of a static batch of matrices, as a 2-D view.
 Value batchElement(OpBuilder &b, Location loc, Value batch, Value index) {
   auto type = cast<MemRefType>(batch.getType());
@@ -142,6 +156,9 @@ struct Emitter : mcc::VectorKernelBuilder {
   OpFoldResult kOffset, nOffset;
   /// weightTiles is a pack of this run's B in L2 (nothing to fetch ahead).
   bool packedB = false;
+  /// C starts at zero (its fill was absorbed): the first K block starts
+  /// its accumulators with tile_zero instead of loading C.
+  bool zeroInit = false;
   /// A's tiles in a weight laid out at compile time as [M / 16][K / 32][2]
   /// [16][16] f32 (bf16 rows of 32 steps of K), and the product's offsets
   /// in it; null: packed here.
@@ -332,7 +349,7 @@ struct Emitter : mcc::VectorKernelBuilder {
   /// unrolled: tiles carried by a loop would be block arguments, which the
   /// conversion of the OpenMP regions around them to LLVM does not take.
   void products(Value aPack, Value bPack, Value c, int64_t mp, int64_t np,
-                Value k0, int64_t steps) {
+                Value k0, int64_t steps, bool fromZero) {
     // The weight's tile block of step 0 and column block of n0.
     Value firstStep, column0;
     if (weightTiles) {
@@ -349,10 +366,13 @@ struct Emitter : mcc::VectorKernelBuilder {
       Value m1 = arith::AddIOp::create(b, loc, m0, idx(kTileRows));
       forLoop(idx(0), idx(np), kBlockCols, [&](Value n0) {
         Value n2 = arith::MulIOp::create(b, loc, n0, idx(2));
-        Value c0 =
-            amx::TileLoadOp::create(b, loc, accType, c, ValueRange{m0, n0});
-        Value c1 =
-            amx::TileLoadOp::create(b, loc, accType, c, ValueRange{m1, n0});
+        auto accumulator = [&](Value row) -> Value {
+          if (fromZero)
+            return amx::TileZeroOp::create(b, loc, accType);
+          return amx::TileLoadOp::create(b, loc, accType, c,
+                                         ValueRange{row, n0});
+        };
+        Value c0 = accumulator(m0), c1 = accumulator(m1);
         if (weightTiles && !packedB)
           fetchNextBlock(m0, n0, k0, mp);
         for (int64_t step = 0; step < steps; ++step) {
@@ -448,14 +468,17 @@ struct Emitter : mcc::VectorKernelBuilder {
     if (padded) {
       target = memref::AllocOp::create(
           b, loc, MemRefType::get({mp, np}, b.getF32Type()));
-      Value zeroF32 = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
-      linalg::FillOp::create(b, loc, zeroF32, target);
-      Value inner = memref::SubViewOp::create(
-          b, loc, target, ArrayRef<int64_t>{0, 0}, ArrayRef<int64_t>{m, n},
-          ArrayRef<int64_t>{1, 1});
-      linalg::CopyOp::create(b, loc, c, inner);
+      // (A C starting at zero is written whole by the first K block.)
+      if (!zeroInit) {
+        Value zeroF32 = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0));
+        linalg::FillOp::create(b, loc, zeroF32, target);
+        Value inner = memref::SubViewOp::create(
+            b, loc, target, ArrayRef<int64_t>{0, 0}, ArrayRef<int64_t>{m, n},
+            ArrayRef<int64_t>{1, 1});
+        linalg::CopyOp::create(b, loc, c, inner);
+      }
     }
-    auto block = [&](Value k0, int64_t rows) {
+    auto block = [&](Value k0, int64_t rows, bool first) {
       if (aPack)
         packA(a, aPack, m, k0, roundUp(rows, kTileK));
       if (!weightTiles) {
@@ -463,15 +486,18 @@ struct Emitter : mcc::VectorKernelBuilder {
           linalg::FillOp::create(b, loc, zero, bPack);
         packB(bm, bPack, k0, rows, n);
       }
-      products(aPack, bPack, target, mp, np, k0,
-               roundUp(rows, kTileK) / kTileK);
+      products(aPack, bPack, target, mp, np, k0, roundUp(rows, kTileK) / kTileK,
+               first && zeroInit);
     };
+    // The first block on its own (it may start from zero), then the whole
+    // blocks, then a last partial one.
+    block(idx(0), std::min(k, kKBlock), /*first=*/true);
     int64_t whole = k / kKBlock * kKBlock;
-    if (whole)
-      forLoop(idx(0), idx(whole), kKBlock,
-              [&](Value k0) { block(k0, kKBlock); });
-    if (k > whole)
-      block(idx(whole), k - whole);
+    if (whole > kKBlock)
+      forLoop(idx(kKBlock), idx(whole), kKBlock,
+              [&](Value k0) { block(k0, kKBlock, false); });
+    if (k > whole && whole >= kKBlock)
+      block(idx(whole), k - whole, false);
     if (padded) {
       Value inner = memref::SubViewOp::create(
           b, loc, target, ArrayRef<int64_t>{0, 0}, ArrayRef<int64_t>{m, n},
@@ -730,6 +756,7 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
       Location loc = op.getLoc();
       auto cType = cast<MemRefType>(op.getDpsInits()[0].getType());
       int64_t count = cType.getDimSize(0);
+      bool zeroInit = absorbZeroFill(op, op.getDpsInits()[0]);
       Value lb = arith::ConstantIndexOp::create(b, loc, 0);
       Value ub = arith::ConstantIndexOp::create(b, loc, count);
       Value one = arith::ConstantIndexOp::create(b, loc, 1);
@@ -740,6 +767,7 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
             Value bm = batchElement(b, loc, op.getDpsInputs()[1], i);
             Value c = batchElement(b, loc, op.getDpsInits()[0], i);
             Emitter emitter(b, loc);
+            emitter.zeroInit = zeroInit;
             emitter.emit(a, bm, c, cType.getDimSize(1), cType.getDimSize(2),
                          cast<MemRefType>(a.getType()).getDimSize(1));
             scf::YieldOp::create(b, loc);
@@ -751,6 +779,7 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
       Emitter emitter(b, op.getLoc());
       Value a = op.getDpsInputs()[0], bm = op.getDpsInputs()[1],
             c = op.getDpsInits()[0];
+      emitter.zeroInit = absorbZeroFill(op, c);
       auto [weight, offsets] = sourceOf(b, bm);
       auto loop = op->getParentOfType<scf::ForallOp>();
       if (Value tiles = weights.lookup(weight)) {

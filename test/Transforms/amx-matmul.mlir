@@ -54,7 +54,6 @@ func.func @whole_tiles(%a: memref<64x96xf32>, %b: memref<96x48xf32>,
 // CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[PAD]]
 // CHECK: %[[IN:.*]] = memref.subview %[[PAD]][0, 0] [250, 200] [1, 1]
 // CHECK: linalg.copy ins(%arg2 {{.*}} outs(%[[IN]]
-// CHECK: scf.for %{{.*}} = %{{c0[_0-9]*}} to %{{c256[_0-9]*}} step %{{c256[_0-9]*}}
 // CHECK-COUNT-48: amx.tile_mulf
 // CHECK: linalg.fill ins(%{{.*}} : bf16) outs(%[[BP]]
 // CHECK-COUNT-12: amx.tile_mulf
@@ -66,6 +65,31 @@ func.func @ragged(%a: memref<250x310xf32>, %b: memref<310x200xf32>,
                   %c: memref<250x200xf32>) {
   linalg.matmul ins(%a, %b : memref<250x310xf32>, memref<310x200xf32>)
                 outs(%c : memref<250x200xf32>)
+  return
+}
+
+// A product whose C was just filled with zeros absorbs the fill: its first
+// K block (256 steps of K) starts the accumulators with tile_zero instead
+// of loading C; the second (K = 288: one more step) loads what the first
+// stored.
+// CHECK-LABEL: func.func @from_zero
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: amx.tile_load %arg2
+// CHECK: amx.tile_zero : !amx.tile<16x16xf32>
+// CHECK: amx.tile_zero : !amx.tile<16x16xf32>
+// CHECK-COUNT-48: amx.tile_mulf
+// CHECK: amx.tile_store %arg2
+// CHECK: amx.tile_load %arg2
+// CHECK: amx.tile_load %arg2
+// CHECK-COUNT-6: amx.tile_mulf
+// CHECK-NOT: amx.tile_mulf
+// CHECK: amx.tile_store %arg2
+func.func @from_zero(%a: memref<64x288xf32>, %b: memref<288x32xf32>,
+                     %c: memref<64x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%c : memref<64x32xf32>)
+  linalg.matmul ins(%a, %b : memref<64x288xf32>, memref<288x32xf32>)
+                outs(%c : memref<64x32xf32>)
   return
 }
 
