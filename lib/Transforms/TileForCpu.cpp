@@ -188,6 +188,14 @@ SmallVector<int64_t> chooseMatmulTileSizes(linalg::LinalgOp op,
         break;
       }
   }
+  // Likewise a ragged last m tile: mobilenetv3's 672 x 112 x 196 products
+  // ran as 10 tiles of 64 rows and one of 32; 12 of 56 instead.
+  if (!dynM && mTile < M && M % mTile != 0)
+    for (int64_t m = mTile - 8; m >= mTile / 2; m -= 8)
+      if (M % m == 0) {
+        mTile = m;
+        break;
+      }
   SmallVector<int64_t> sizes(ranges.size(), 0);
   for (size_t i = 0; i < batch; ++i)
     sizes[i] = 1;

@@ -71,10 +71,15 @@ func.func @even_tiles_off_the_block(%a: tensor<128x512xf32>, %b: tensor<512x784x
 // CHECK:   linalg.matmul {{.*}} -> tensor<128x196xf32>
 // CHECK: scf.forall ({{.*}}) = (0, 0) to (256, 196) step (128, 49)
 // CHECK:   linalg.matmul {{.*}} -> tensor<128x49xf32>
-// CHECK-NOT: tensor<128x?xf32>
+// Likewise m: 672 rows in 12 tiles of 56, not 10 of 64 and one of 32.
+// CHECK: scf.forall ({{.*}}) = (0) to (672) step (56)
+// CHECK:   linalg.matmul {{.*}} -> tensor<56x196xf32>
+// CHECK-NOT: x?xf32>
+// CHECK-NOT: tensor<?x
 func.func @no_ragged_tiles(%a: tensor<512x128xf32>, %b: tensor<128x784xf32>,
-                           %a2: tensor<256x2304xf32>, %b2: tensor<2304x196xf32>)
-    -> (tensor<512x784xf32>, tensor<256x196xf32>) {
+                           %a2: tensor<256x2304xf32>, %b2: tensor<2304x196xf32>,
+                           %a3: tensor<672x112xf32>, %b3: tensor<112x196xf32>)
+    -> (tensor<512x784xf32>, tensor<256x196xf32>, tensor<672x196xf32>) {
   %z = arith.constant 0.0 : f32
   %e = tensor.empty() : tensor<512x784xf32>
   %f = linalg.fill ins(%z : f32) outs(%e : tensor<512x784xf32>) -> tensor<512x784xf32>
@@ -82,7 +87,10 @@ func.func @no_ragged_tiles(%a: tensor<512x128xf32>, %b: tensor<128x784xf32>,
   %e2 = tensor.empty() : tensor<256x196xf32>
   %f2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<256x196xf32>) -> tensor<256x196xf32>
   %m2 = linalg.matmul ins(%a2, %b2 : tensor<256x2304xf32>, tensor<2304x196xf32>) outs(%f2 : tensor<256x196xf32>) -> tensor<256x196xf32>
-  return %m, %m2 : tensor<512x784xf32>, tensor<256x196xf32>
+  %e3 = tensor.empty() : tensor<672x196xf32>
+  %f3 = linalg.fill ins(%z : f32) outs(%e3 : tensor<672x196xf32>) -> tensor<672x196xf32>
+  %m3 = linalg.matmul ins(%a3, %b3 : tensor<672x112xf32>, tensor<112x196xf32>) outs(%f3 : tensor<672x196xf32>) -> tensor<672x196xf32>
+  return %m, %m2, %m3 : tensor<512x784xf32>, tensor<256x196xf32>, tensor<672x196xf32>
 }
 
 // A small leading dim (2) is not enough: the next parallel dim is tiled too.
