@@ -366,6 +366,16 @@ struct Emitter : mcc::VectorKernelBuilder {
       Value m1 = arith::AddIOp::create(b, loc, m0, idx(kTileRows));
       forLoop(idx(0), idx(np), kBlockCols, [&](Value n0) {
         Value n2 = arith::MulIOp::create(b, loc, n0, idx(2));
+        if (zeroInit && !fromZero) {
+          Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                              k0, idx(0));
+          scf::IfOp::create(b, loc, first, [&](OpBuilder &then, Location) {
+            Value zeros = amx::TileZeroOp::create(then, loc, accType);
+            amx::TileStoreOp::create(then, loc, c, ValueRange{m0, n0}, zeros);
+            amx::TileStoreOp::create(then, loc, c, ValueRange{m1, n0}, zeros);
+            scf::YieldOp::create(then, loc);
+          });
+        }
         auto accumulator = [&](Value row) -> Value {
           if (fromZero)
             return amx::TileZeroOp::create(b, loc, accType);
@@ -489,15 +499,18 @@ struct Emitter : mcc::VectorKernelBuilder {
       products(aPack, bPack, target, mp, np, k0, roundUp(rows, kTileK) / kTileK,
                first && zeroInit);
     };
-    // The first block on its own (it may start from zero), then the whole
-    // blocks, then a last partial one.
-    block(idx(0), std::min(k, kKBlock), /*first=*/true);
-    int64_t whole = k / kKBlock * kKBlock;
-    if (whole > kKBlock)
-      forLoop(idx(kKBlock), idx(whole), kKBlock,
+    // One block starts from zero; of several, the first zeroes each C
+    // block in L1 before loading it (a peeled first block doubled the
+    // unrolled code: bert-base compiled in 30 s instead of 17).
+    if (k <= kKBlock) {
+      block(idx(0), k, /*first=*/true);
+    } else {
+      int64_t whole = k / kKBlock * kKBlock;
+      forLoop(idx(0), idx(whole), kKBlock,
               [&](Value k0) { block(k0, kKBlock, false); });
-    if (k > whole && whole >= kKBlock)
-      block(idx(whole), k - whole, false);
+      if (k > whole)
+        block(idx(whole), k - whole, false);
+    }
     if (padded) {
       Value inner = memref::SubViewOp::create(
           b, loc, target, ArrayRef<int64_t>{0, 0}, ArrayRef<int64_t>{m, n},

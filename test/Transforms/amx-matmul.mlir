@@ -68,28 +68,45 @@ func.func @ragged(%a: memref<250x310xf32>, %b: memref<310x200xf32>,
   return
 }
 
-// A product whose C was just filled with zeros absorbs the fill: its first
-// K block (256 steps of K) starts the accumulators with tile_zero instead
-// of loading C; the second (K = 288: one more step) loads what the first
-// stored.
+// A product whose C was just filled with zeros absorbs the fill. Of one K
+// block (K = 64) the accumulators start with tile_zero, C is not loaded;
+// of several (K = 288: a block of 256 steps and one of 32), the first
+// block zeroes each 32 x 16 block of C in L1 before loading it (peeling
+// the first block doubled the unrolled code), the second loads what the
+// first stored.
 // CHECK-LABEL: func.func @from_zero
 // CHECK-NOT: linalg.fill
 // CHECK-NOT: amx.tile_load %arg2
 // CHECK: amx.tile_zero : !amx.tile<16x16xf32>
 // CHECK: amx.tile_zero : !amx.tile<16x16xf32>
-// CHECK-COUNT-48: amx.tile_mulf
-// CHECK: amx.tile_store %arg2
-// CHECK: amx.tile_load %arg2
-// CHECK: amx.tile_load %arg2
-// CHECK-COUNT-6: amx.tile_mulf
+// CHECK-COUNT-12: amx.tile_mulf
 // CHECK-NOT: amx.tile_mulf
 // CHECK: amx.tile_store %arg2
-func.func @from_zero(%a: memref<64x288xf32>, %b: memref<288x32xf32>,
-                     %c: memref<64x32xf32>) {
+// CHECK: amx.tile_store %arg2
+// CHECK: scf.for %[[K0:.*]] = %{{c0[_0-9]*}} to %{{c256[_0-9]*}} step
+// CHECK: %[[FIRST:.*]] = arith.cmpi eq, %[[K0]], %{{c0[_0-9]*}}
+// CHECK: scf.if %[[FIRST]] {
+// CHECK-NEXT: %[[Z:.*]] = amx.tile_zero
+// CHECK-NEXT: amx.tile_store %arg5{{.*}}, %[[Z]]
+// CHECK-NEXT: amx.tile_store %arg5{{.*}}, %[[Z]]
+// CHECK-NEXT: }
+// CHECK: amx.tile_load %arg5
+// CHECK: amx.tile_load %arg5
+// CHECK-COUNT-48: amx.tile_mulf
+// CHECK: amx.tile_load %arg5
+// CHECK: amx.tile_load %arg5
+// CHECK-COUNT-6: amx.tile_mulf
+// CHECK-NOT: amx.tile_mulf
+func.func @from_zero(%a: memref<64x64xf32>, %b: memref<64x32xf32>,
+                     %c: memref<64x32xf32>, %a2: memref<64x288xf32>,
+                     %b2: memref<288x32xf32>, %c2: memref<64x32xf32>) {
   %zero = arith.constant 0.0 : f32
   linalg.fill ins(%zero : f32) outs(%c : memref<64x32xf32>)
-  linalg.matmul ins(%a, %b : memref<64x288xf32>, memref<288x32xf32>)
+  linalg.matmul ins(%a, %b : memref<64x64xf32>, memref<64x32xf32>)
                 outs(%c : memref<64x32xf32>)
+  linalg.fill ins(%zero : f32) outs(%c2 : memref<64x32xf32>)
+  linalg.matmul ins(%a2, %b2 : memref<64x288xf32>, memref<288x32xf32>)
+                outs(%c2 : memref<64x32xf32>)
   return
 }
 
