@@ -101,11 +101,22 @@ void WeightBlob::setAmxTiles(size_t i, AmxTiles layout) {
     assert(shape.size() == 2 && shape[0] % 32 == 0 && shape[1] % 16 == 0 &&
            "AMX B tiles need a K x N weight of whole tiles");
     panels_[i] = kAmxKPairs;
-  } else {
+  } else if (layout == AmxTiles::Rows) {
     assert(shape[0] % 16 == 0 && records_[i].size() / shape[0] % 32 == 0 &&
            "AMX A tiles need an M x K weight of whole tiles");
     panels_[i] = kAmxRows;
+  } else {
+    assert(shape.size() == 3 && shape[1] % 16 == 0 && shape[2] % 32 == 0 &&
+           "AMX batch A tiles need an E x M x K weight of whole tiles");
+    panels_[i] = kAmxBatchRows;
   }
+}
+
+int64_t WeightBlob::amxRows(size_t i) const {
+  const auto &shape = records_[i].shape();
+  return panels_[i] == kAmxBatchRows
+             ? static_cast<int64_t>(records_[i].size()) / shape.back()
+             : shape[0];
 }
 
 /// bf16 by round-to-nearest-even of f32's bits (a NaN stays a quiet NaN),
@@ -138,11 +149,11 @@ void WeightBlob::copyRecord(size_t i, uint64_t lo, uint64_t hi,
     std::memcpy(dst, data + lo, hi - lo);
     return;
   }
-  if (nr == kAmxKPairs || nr == kAmxRows) {
+  if (nr == kAmxKPairs || nr == kAmxRows || nr == kAmxBatchRows) {
     // bf16 v of the tiled record, from source element (row, column) of
     // the weight seen as 2-D.
-    bool rows = nr == kAmxRows;
-    int64_t dim0 = records_[i].shape()[0];
+    bool rows = nr != kAmxKPairs;
+    int64_t dim0 = rows ? amxRows(i) : records_[i].shape()[0];
     int64_t dim1 = static_cast<int64_t>(records_[i].size()) / dim0;
     int64_t k = rows ? dim1 : dim0;
     const auto *src = reinterpret_cast<const float *>(data);
@@ -208,8 +219,8 @@ void WeightBlob::write(llvm::raw_ostream &os) const {
       // by all of the other dim).
       int64_t nr = panels_[i];
       uint64_t step =
-          nr == kAmxRows
-              ? 4 * 16 * (records_[i].size() / records_[i].shape()[0])
+          nr == kAmxRows || nr == kAmxBatchRows
+              ? 4 * 16 * (records_[i].size() / amxRows(i))
               : 4 * (nr == kAmxKPairs ? 16 : nr) * records_[i].shape()[0];
       panel.resize(step);
       for (uint64_t lo = 0; lo < bytes; lo += step) {

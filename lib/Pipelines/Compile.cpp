@@ -60,14 +60,15 @@ static LogicalResult packWeightPanels(ImportedModel &model,
 }
 
 /// Lays out the weight records that mcc-amx-matmul reads as AMX tiles
-/// (`marks` = [weight index, 1 (as B) or 2 (as A), ...]) in bf16x3 tiles
+/// (`marks` = [weight index, 1 (as B), 2 (as A) or 3 (as A of a batch of
+/// products), ...]) in bf16x3 tiles
 /// (WeightBlob::setAmxTiles).
 static LogicalResult packAmxTiles(ImportedModel &model, ArrayRef<int64_t> marks,
                                   Location loc) {
   for (size_t i = 0; i + 1 < marks.size(); i += 2) {
     int64_t w = marks[i], layout = marks[i + 1];
-    if (w < 0 || static_cast<size_t>(w) >= model.weights.size() ||
-        (layout != 1 && layout != 2))
+    if (w < 0 || static_cast<size_t>(w) >= model.weights.size() || layout < 1 ||
+        layout > 3)
       return emitError(loc) << "internal error: mcc.amx_weights names weight "
                             << w << " of " << model.weights.size();
     WeightRecord &record = model.weights[w];
@@ -76,13 +77,17 @@ static LogicalResult packAmxTiles(ImportedModel &model, ArrayRef<int64_t> marks,
     int64_t dim0 = raw.shape().empty() ? 0 : raw.shape()[0];
     int64_t rest = dim0 ? static_cast<int64_t>(raw.size()) / dim0 : 0;
     bool fits =
-        asB ? raw.shape().size() == 2 && dim0 % 32 == 0 && rest % 16 == 0
-            : dim0 && dim0 % 16 == 0 && rest % 32 == 0;
+        layout == 3 ? raw.shape().size() == 3 && raw.shape()[1] % 16 == 0 &&
+                          raw.shape()[2] % 32 == 0
+        : asB ? raw.shape().size() == 2 && dim0 % 32 == 0 && rest % 16 == 0
+              : dim0 && dim0 % 16 == 0 && rest % 32 == 0;
     if (raw.dtype() != 1 || raw.shape() != record.shape || !fits)
       return emitError(loc)
              << "internal error: weight '" << record.name << "' ("
              << formatShape(raw.shape()) << ") cannot be laid out in AMX tiles";
-    AmxTiles tiles = asB ? AmxTiles::KPairs : AmxTiles::Rows;
+    AmxTiles tiles = layout == 3 ? AmxTiles::BatchRows
+                     : asB       ? AmxTiles::KPairs
+                                 : AmxTiles::Rows;
     model.weightBlob.setAmxTiles(w, tiles);
     record.amxTiles = tiles;
   }

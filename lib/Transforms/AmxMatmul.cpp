@@ -71,15 +71,13 @@ int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 /// times slower, K = 24 and 72 (padded to 32 and 96) 1.2-2 times. Padding
 /// rows and columns costs only the multiplies: N = 49 (a 7 x 7 image, 64
 /// columns) runs 1.5 times faster on the tiles than on the AVX-512 kernels,
-/// once its B is packed once per tile loop, and so do column tiles of 98
-/// (112). A batch element packs its own A and B: there N = 49 was slower.
-bool tileable(int64_t m, int64_t n, int64_t k, Value c, bool batch) {
+/// once its B is packed once per tile loop (or its A, Winograd's weights,
+/// laid out at compile time), and so do column tiles of 98 (112).
+bool tileable(int64_t m, int64_t n, int64_t k, Value c) {
   if (m < kTileRows || n < kTileRows || k <= 0 || !mcc::hasUnitInnerStride(c))
     return false;
   int64_t paddedMN = roundUp(m, kBlockRows) * roundUp(n, kBlockCols);
   int64_t paddedK = roundUp(k, kTileK);
-  if (batch)
-    return paddedMN * paddedK * 8 <= m * n * k * 9;
   return paddedK * 8 <= k * 9 && paddedMN * 3 <= m * n * 4;
 }
 
@@ -105,7 +103,7 @@ bool rewritable(linalg::MatmulOp op) {
   auto a = cast<MemRefType>(op.getDpsInputs()[0].getType());
   auto c = cast<MemRefType>(op.getDpsInits()[0].getType());
   return tileable(c.getDimSize(0), c.getDimSize(1), a.getDimSize(1),
-                  op.getDpsInits()[0], /*batch=*/false);
+                  op.getDpsInits()[0]);
 }
 
 bool rewritable(linalg::BatchMatmulOp op) {
@@ -115,7 +113,7 @@ bool rewritable(linalg::BatchMatmulOp op) {
   auto a = cast<MemRefType>(op.getDpsInputs()[0].getType());
   auto c = cast<MemRefType>(op.getDpsInits()[0].getType());
   return tileable(c.getDimSize(1), c.getDimSize(2), a.getDimSize(2),
-                  op.getDpsInits()[0], /*batch=*/true);
+                  op.getDpsInits()[0]);
 }
 
 /// Erases a zero fill of `c` right before `op`, and says whether there was
@@ -572,6 +570,26 @@ bool readsWholeATiles(OpOperand &use) {
   return isA(use);
 }
 
+/// Whether `use` of an E x M x K weight is A of batch products, in whole
+/// elements: the weight itself, or a subview of whole elements.
+bool readsWholeBatchATiles(OpOperand &use) {
+  auto isA = [](OpOperand &u) {
+    auto bmm = dyn_cast<linalg::BatchMatmulOp>(u.getOwner());
+    return bmm && u.getOperandNumber() == 0 && rewritable(bmm);
+  };
+  if (auto sub = dyn_cast<memref::SubViewOp>(use.getOwner())) {
+    auto source = cast<MemRefType>(sub.getSource().getType());
+    ArrayRef<int64_t> sizes = sub.getStaticSizes();
+    if (sub.getType().getRank() != 3 || !sub.hasUnitStride() ||
+        sizes[1] != source.getDimSize(1) || sizes[2] != source.getDimSize(2) ||
+        !isConstantIntValue(sub.getMixedOffsets()[1], 0) ||
+        !isConstantIntValue(sub.getMixedOffsets()[2], 0) || sub->use_empty())
+      return false;
+    return llvm::all_of(sub->getUses(), isA);
+  }
+  return isA(use);
+}
+
 /// A weight's record laid out as tiles (WeightBlob::setAmxTiles), seen as
 /// [blocks][steps of K][2 parts][16][16] f32: each 1 KiB tile's rows are 64
 /// bytes, as many bf16 (or pairs) as `amx.tile_load` reads from an f32
@@ -606,6 +624,10 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
   /// Packing a weight on every run read it from memory and wrote its tiles back
   /// (bert-base's products 1.3 times the AVX-512 kernels' time).
   llvm::DenseMap<Value, Value> aViews;
+  /// Weights read only as A of batch products (Winograd's transformed
+  /// weights, E x M x K), in whole elements of whole 32-row blocks: laid
+  /// out as the row tiles of their (E * M) x K view (marked [index, 3]).
+  llvm::DenseMap<Value, Value> batchAViews;
   /// A packed once per tile loop, by (loop, A); likewise B.
   std::map<std::pair<Operation *, void *>, Value> sharedA, sharedB;
 
@@ -683,6 +705,7 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
   llvm::DenseMap<Value, Value> tileWeights() {
     llvm::DenseMap<Value, Value> views;
     aViews.clear();
+    batchAViews.clear();
     sharedA.clear();
     sharedB.clear();
     func::FuncOp fn = getOperation();
@@ -745,6 +768,21 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
         aViews[v] = view;
       marks.append({arg.getArgNumber() - numInputs.getInt(), 2});
     }
+    for (BlockArgument arg : fn.getArguments()) {
+      auto type = dyn_cast<MemRefType>(arg.getType());
+      if (arg.getArgNumber() < numInputs.getInt() || !type ||
+          type.getRank() != 3 || !type.hasStaticShape() ||
+          !type.getElementType().isF32() || !type.getLayout().isIdentity() ||
+          type.getDimSize(1) % kBlockRows || type.getDimSize(2) % kTileK ||
+          arg.use_empty() || !llvm::all_of(arg.getUses(), [](OpOperand &use) {
+            return readsWholeBatchATiles(use);
+          }))
+        continue;
+      batchAViews[arg] =
+          tileView(b, arg, type.getDimSize(0) * type.getDimSize(1) / kTileRows,
+                   type.getDimSize(2) / kTileK);
+      marks.append({arg.getArgNumber() - numInputs.getInt(), 3});
+    }
     if (!marks.empty())
       fn->setAttr("mcc.amx_weights", b.getDenseI64ArrayAttr(marks));
     return views;
@@ -770,6 +808,9 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
       auto cType = cast<MemRefType>(op.getDpsInits()[0].getType());
       int64_t count = cType.getDimSize(0);
       bool zeroInit = absorbZeroFill(op, op.getDpsInits()[0]);
+      auto [aSource, aOffsets] = sourceOf(b, op.getDpsInputs()[0]);
+      Value aTiles = batchAViews.lookup(aSource);
+      int64_t m = cType.getDimSize(1);
       Value lb = arith::ConstantIndexOp::create(b, loc, 0);
       Value ub = arith::ConstantIndexOp::create(b, loc, count);
       Value one = arith::ConstantIndexOp::create(b, loc, 1);
@@ -781,6 +822,20 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
             Value c = batchElement(b, loc, op.getDpsInits()[0], i);
             Emitter emitter(b, loc);
             emitter.zeroInit = zeroInit;
+            if (aTiles) {
+              // Element i of the batch is rows (first + i) * M of the
+              // weight's (E * M) x K tiles.
+              Value element = arith::AddIOp::create(
+                  b, loc, getValueOrCreateConstantIndexOp(b, loc, aOffsets[0]),
+                  i);
+              emitter.aTiles = aTiles;
+              emitter.aRowOffset =
+                  arith::MulIOp::create(
+                      b, loc, element,
+                      arith::ConstantIndexOp::create(b, loc, m))
+                      .getResult();
+              emitter.aKOffset = b.getIndexAttr(0);
+            }
             emitter.emit(a, bm, c, cType.getDimSize(1), cType.getDimSize(2),
                          cast<MemRefType>(a.getType()).getDimSize(1));
             scf::YieldOp::create(b, loc);

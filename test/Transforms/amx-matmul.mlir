@@ -281,14 +281,32 @@ func.func @batch(%a: memref<4x64x64xf32>, %b: memref<4x64x32xf32>,
   return
 }
 
-// A batch element packs its own A and B: N = 49 (Winograd's products over a
-// 7 x 7 image) ran slower on the tiles and is left to the AVX-512 kernels.
-// CHECK-LABEL: func.func @batch_narrow
-// CHECK-NOT: amx.
-// CHECK: linalg.batch_matmul
-func.func @batch_narrow(%a: memref<4x64x64xf32>, %b: memref<4x64x49xf32>,
-                        %c: memref<4x64x49xf32>) {
-  linalg.batch_matmul ins(%a, %b : memref<4x64x64xf32>, memref<4x64x49xf32>)
-                      outs(%c : memref<4x64x49xf32>)
+// A weight read only as A of batch products, in whole elements (Winograd's
+// transformed weights, E x M x K, a batch element per tile of the tile
+// loop) is laid out as the row tiles of its (E * M) x K view (marked
+// [weight index, 3]); element i reads rows i * M on. A is not packed, and
+// the 7 x 7 image's 49 columns (64 computed) are worth the tiles.
+// CHECK-LABEL: func.func @batch_weight_tiles
+// CHECK-SAME: mcc.amx_weights = array<i64: 0, 3>
+// CHECK: %[[T:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [16, 2, 2, 16, 16], strides: [1024, 512, 256, 16, 1] : memref<4x64x64xf32> to memref<16x2x2x16x16xf32>
+// CHECK: scf.forall (%[[E:.*]]) in (4)
+// CHECK-NOT: memref<2x64x64xbf16>
+// CHECK: %[[ROW:.*]] = arith.muli %{{.*}}, %{{c64[_0-9]*}}
+// CHECK: memref.alloc() : memref<64x64xf32>
+// CHECK: amx.tile_load %[[T]][
+// CHECK: amx.tile_mulf
+func.func @batch_weight_tiles(%x: memref<4x64x49xf32>, %w: memref<4x64x64xf32>,
+                              %y: memref<4x64x49xf32>)
+    attributes {mcc.num_inputs = 1 : i64} {
+  scf.forall (%e) in (4) {
+    %ws = memref.subview %w[%e, 0, 0] [1, 64, 64] [1, 1, 1]
+        : memref<4x64x64xf32> to memref<1x64x64xf32, strided<[4096, 64, 1], offset: ?>>
+    %xs = memref.subview %x[%e, 0, 0] [1, 64, 49] [1, 1, 1]
+        : memref<4x64x49xf32> to memref<1x64x49xf32, strided<[3136, 49, 1], offset: ?>>
+    %ys = memref.subview %y[%e, 0, 0] [1, 64, 49] [1, 1, 1]
+        : memref<4x64x49xf32> to memref<1x64x49xf32, strided<[3136, 49, 1], offset: ?>>
+    linalg.batch_matmul ins(%ws, %xs : memref<1x64x64xf32, strided<[4096, 64, 1], offset: ?>>, memref<1x64x49xf32, strided<[3136, 49, 1], offset: ?>>)
+                        outs(%ys : memref<1x64x49xf32, strided<[3136, 49, 1], offset: ?>>)
+  }
   return
 }

@@ -84,6 +84,9 @@ enum class AmxTiles {
   /// A of a product, M x K (its first dim by the rest): [M / 16][K / 32][2
   /// parts][16 rows][32 steps of K] bf16.
   Rows,
+  /// A of a batch of products, E x M x K: Rows of the weight seen as
+  /// (E * M) x K (its last dim), each element's row tiles in turn.
+  BatchRows,
 };
 
 struct WeightRecord {
@@ -142,9 +145,12 @@ private:
 
   std::vector<Literal> records_;
   std::vector<uint64_t> offsets_;
-  /// Per record: the panel width of setPanels, kAmxKPairs, kAmxRows, or 0.
+  /// Per record: the panel width of setPanels, kAmxKPairs, kAmxRows,
+  /// kAmxBatchRows, or 0.
   std::vector<int64_t> panels_;
-  static constexpr int64_t kAmxKPairs = -1, kAmxRows = -2;
+  static constexpr int64_t kAmxKPairs = -1, kAmxRows = -2, kAmxBatchRows = -3;
+  /// The rows of record i seen as 2-D for the AMX row tiles.
+  int64_t amxRows(size_t i) const;
   uint64_t size_ = 0;
 };
 

@@ -901,14 +901,16 @@ LogicalResult writeCpuSharedLibrary(ModuleOp module, const ImportedModel &model,
           plan << "\"panels\": " << w.panels << ", \"shape\": [" << w.shape[0]
                << ", " << w.shape[1] << "], ";
         // ... or as AMX bf16x3 tiles of the weight seen as 2-D (its first
-        // dim by the rest).
+        // dim by the rest; a batch's, all but its last dim by the last).
         if (w.amxTiles != AmxTiles::None) {
-          int64_t rest = 1;
-          for (size_t d = 1; d < w.shape.size(); ++d)
-            rest *= w.shape[d];
+          int64_t count = 1;
+          for (int64_t d : w.shape)
+            count *= d;
+          int64_t cols = w.amxTiles == AmxTiles::BatchRows ? w.shape.back()
+                                                           : count / w.shape[0];
           plan << "\"amx_tiles\": \""
                << (w.amxTiles == AmxTiles::KPairs ? "k_pairs" : "rows")
-               << "\", \"shape\": [" << w.shape[0] << ", " << rest << "], ";
+               << "\", \"shape\": [" << count / cols << ", " << cols << "], ";
         }
         if (!w.source.empty()) {
           plan << "\"initializer\": \"";
