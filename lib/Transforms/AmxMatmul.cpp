@@ -68,7 +68,8 @@ int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 ///
 /// Padding K costs the most: a product of few steps is bound by moving C
 /// through the tiles, and K = 16 (mobilenetv3's first expansion) ran 1.4
-/// times slower, K = 24 and 72 (padded to 32 and 96) 1.2-2 times. Padding
+/// times slower, K = 24 and 72 (padded to 32 and 96) 1.2-2 times; K = 112
+/// (128) ran 1.5 times faster, K = 80 (96) no faster. Padding
 /// rows and columns costs only the multiplies: N = 49 (a 7 x 7 image, 64
 /// columns) runs 1.5 times faster on the tiles than on the AVX-512 kernels,
 /// once its B is packed once per tile loop (or its A, Winograd's weights,
@@ -78,7 +79,7 @@ bool tileable(int64_t m, int64_t n, int64_t k, Value c) {
     return false;
   int64_t paddedMN = roundUp(m, kBlockRows) * roundUp(n, kBlockCols);
   int64_t paddedK = roundUp(k, kTileK);
-  return paddedK * 8 <= k * 9 && paddedMN * 3 <= m * n * 4;
+  return paddedK * 6 <= k * 7 && paddedMN * 3 <= m * n * 4;
 }
 
 /// A product on f32 buffers with static shapes of `rank` (2: matmul, 3:
