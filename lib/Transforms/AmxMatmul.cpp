@@ -41,6 +41,7 @@
 #include "mlir/IR/Matchers.h"
 
 #include <map>
+#include <tuple>
 
 namespace mcc {
 #define GEN_PASS_DEF_AMXMATMUL
@@ -629,75 +630,41 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
   /// weights, E x M x K), in whole elements of whole 32-row blocks: laid
   /// out as the row tiles of their (E * M) x K view (marked [index, 3]).
   llvm::DenseMap<Value, Value> batchAViews;
-  /// A packed once per tile loop, by (loop, A); likewise B.
-  std::map<std::pair<Operation *, void *>, Value> sharedA, sharedB;
+  /// Operands packed once per tile loop, by (loop, operand, as A).
+  std::map<std::tuple<Operation *, void *, bool>, Value> shared;
 
-  /// A parallel loop over `count` tile blocks, calling `body` with the
-  /// block: a shared pack on one thread leaves the other cores waiting
-  /// (bert-base at two threads 50.9 -> 49.5 ms).
-  static void forEachBlock(OpBuilder &b, Location loc, int64_t count,
-                           llvm::function_ref<void(OpBuilder &, Value)> body) {
-    auto blocks = scf::ForallOp::create(
-        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(count)},
-        ArrayRef<OpFoldResult>{b.getIndexAttr(1)}, ValueRange{}, std::nullopt);
-    Block *inner = blocks.getBody();
-    if (inner->empty() || !isa<scf::InParallelOp>(inner->back())) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToEnd(inner);
-      scf::InParallelOp::create(b, loc);
-    }
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(inner->getTerminator());
-    body(b, blocks.getInductionVar(0));
-  }
-
-  /// Packs `a` (defined outside `loop`) into row tiles on the heap before
-  /// the loop, a row tile per iteration of a parallel loop, freed after it.
-  Value shareA(scf::ForallOp loop, Value a) {
+  /// The tiles of `v` (defined outside `loop`, read whole by every tile of
+  /// it), packed once on the heap before the loop and freed after it: as A,
+  /// row tiles [M' / 16][K' / 32][2][16][32] bf16 (the layout of a weight
+  /// read as A); as B, column tiles [N' / 16][K' / 32][2][16][32] (a weight
+  /// read as B). A tile block per iteration of a parallel loop: one thread
+  /// packing left the others waiting (bert-base at two threads 50.9 ->
+  /// 49.5 ms).
+  Value sharedTiles(scf::ForallOp loop, Value v, bool asA) {
+    Value &tiles = shared[{loop.getOperation(), v.getAsOpaquePointer(), asA}];
+    if (tiles)
+      return tiles;
     OpBuilder b(loop);
     Location loc = loop.getLoc();
-    auto type = cast<MemRefType>(a.getType());
-    int64_t m = type.getDimSize(0), k = type.getDimSize(1);
-    int64_t mp = roundUp(m, kBlockRows), kp = roundUp(k, kTileK);
-    Value tiles = memref::AllocOp::create(
+    auto type = cast<MemRefType>(v.getType());
+    int64_t k = type.getDimSize(asA ? 1 : 0);
+    int64_t other = type.getDimSize(asA ? 0 : 1);
+    int64_t padded = roundUp(other, asA ? kBlockRows : kBlockCols);
+    int64_t kp = roundUp(k, kTileK);
+    tiles = memref::AllocOp::create(
         b, loc,
-        MemRefType::get({mp / kTileRows, kp / kTileK, 2, kTileRows, kTileK},
+        MemRefType::get({padded / kTileRows, kp / kTileK, 2, kTileRows, kTileK},
                         b.getBF16Type()));
-    if (mp != m) {
+    if (padded != other || kp != k) {
       Value zero =
           arith::ConstantOp::create(b, loc, b.getZeroAttr(b.getBF16Type()));
       linalg::FillOp::create(b, loc, zero, tiles);
     }
-    forEachBlock(b, loc, mp / kTileRows, [&](OpBuilder &inner, Value block) {
-      Emitter(inner, loc).packATiles(a, tiles, m, k, block);
-    });
-    b.setInsertionPointAfter(loop);
-    memref::DeallocOp::create(b, loc, tiles);
-    return tiles;
-  }
-
-  /// Packs `bm` (defined outside `loop`) into column tiles on the heap
-  /// before the loop, a column tile per iteration of a parallel loop, freed
-  /// after it.
-  Value shareB(scf::ForallOp loop, Value bm) {
-    OpBuilder b(loop);
-    Location loc = loop.getLoc();
-    auto type = cast<MemRefType>(bm.getType());
-    int64_t k = type.getDimSize(0), n = type.getDimSize(1);
-    int64_t np = roundUp(n, kBlockCols), kp = roundUp(k, kTileK);
-    Value tiles = memref::AllocOp::create(
-        b, loc,
-        MemRefType::get({np / kBlockCols, kp / kTileK, 2, kTileRows, kTileK},
-                        b.getBF16Type()));
-    if (np != n || kp != k) {
-      Value zero =
-          arith::ConstantOp::create(b, loc, b.getZeroAttr(b.getBF16Type()));
-      linalg::FillOp::create(b, loc, zero, tiles);
-    }
-    forEachBlock(b, loc, np / kBlockCols, [&](OpBuilder &inner, Value block) {
-      Emitter(inner, loc).packBTiles(bm, tiles, k, block);
-    });
+    Value block = mcc::beginParallelLoop(b, loc, padded / kTileRows);
+    if (asA)
+      Emitter(b, loc).packATiles(v, tiles, other, k, block);
+    else
+      Emitter(b, loc).packBTiles(v, tiles, k, block);
     b.setInsertionPointAfter(loop);
     memref::DeallocOp::create(b, loc, tiles);
     return tiles;
@@ -707,8 +674,7 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
     llvm::DenseMap<Value, Value> views;
     aViews.clear();
     batchAViews.clear();
-    sharedA.clear();
-    sharedB.clear();
+    shared.clear();
     func::FuncOp fn = getOperation();
     auto numInputs = fn->getAttrOfType<IntegerAttr>("mcc.num_inputs");
     if (!numInputs || fn.isExternal())
@@ -859,10 +825,7 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
         // A B that every tile of a tile loop reads whole (the activation of
         // a convolution whose output channels are tiled): each row tile
         // packed it again, K block by K block.
-        Value &tiles = sharedB[{loop.getOperation(), bm.getAsOpaquePointer()}];
-        if (!tiles)
-          tiles = shareB(loop, bm);
-        emitter.weightTiles = tiles;
+        emitter.weightTiles = sharedTiles(loop, bm, /*asA=*/false);
         emitter.packedB = true;
         emitter.kOffset = b.getIndexAttr(0);
         emitter.nOffset = b.getIndexAttr(0);
@@ -877,10 +840,7 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
         // of a linear layer whose columns are tiled) is packed once, before
         // the loop: each of bert-base's 12 column tiles packed it again,
         // 0.85 of a 3.3 ms product.
-        Value &tiles = sharedA[{loop.getOperation(), a.getAsOpaquePointer()}];
-        if (!tiles)
-          tiles = shareA(loop, a);
-        emitter.aTiles = tiles;
+        emitter.aTiles = sharedTiles(loop, a, /*asA=*/true);
         emitter.aRowOffset = b.getIndexAttr(0);
         emitter.aKOffset = b.getIndexAttr(0);
       }

@@ -1207,17 +1207,7 @@ Value sharePack(scf::ForallOp loop, Value src, int64_t nr, int64_t lanes) {
       b, loc, MemRefType::get({P, K, nr}, b.getF32Type()));
   Value zeros = arith::ConstantOp::create(
       b, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
-  auto panels = scf::ForallOp::create(
-      b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
-      ArrayRef<OpFoldResult>{b.getIndexAttr(P)},
-      ArrayRef<OpFoldResult>{b.getIndexAttr(1)}, ValueRange{}, std::nullopt);
-  Block *body = panels.getBody();
-  if (body->empty() || !isa<scf::InParallelOp>(body->back())) {
-    b.setInsertionPointToEnd(body);
-    scf::InParallelOp::create(b, loc);
-  }
-  b.setInsertionPoint(body->getTerminator());
-  Value p = panels.getInductionVar(0);
+  Value p = mcc::beginParallelLoop(b, loc, P);
   Value col0 = arith::MulIOp::create(b, loc, p, cst(nr));
   SmallVector<Value> cols, masks;
   for (int64_t j = 0; j < nr / lanes; ++j) {

@@ -78,6 +78,20 @@ SmallVector<int64_t> intsOf(DenseIntElementsAttr a) {
   return llvm::to_vector(a.getValues<int64_t>());
 }
 
+Value beginParallelLoop(OpBuilder &b, Location loc, int64_t count) {
+  auto loop = scf::ForallOp::create(
+      b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(count)},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1)}, ValueRange{}, std::nullopt);
+  Block *body = loop.getBody();
+  if (body->empty() || !isa<scf::InParallelOp>(body->back())) {
+    b.setInsertionPointToEnd(body);
+    scf::InParallelOp::create(b, loc);
+  }
+  b.setInsertionPoint(body->getTerminator());
+  return loop.getInductionVar(0);
+}
+
 void VectorKernelBuilder::forLoop(Value lo, Value hi, int64_t step,
                                   llvm::function_ref<void(Value)> body) {
   scf::ForOp::create(b, loc, lo, hi, idx(step), ValueRange{},

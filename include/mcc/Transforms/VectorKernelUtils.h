@@ -42,6 +42,12 @@ bool readElsewhere(mlir::Value v, llvm::ArrayRef<mlir::Operation *> ops);
 /// ops, which a kernel can re-create on vectors.
 bool vectorizableBody(mlir::linalg::GenericOp op);
 
+/// Starts a 1-D scf.forall over [0, count) (a parallel loop once the
+/// pipeline lowers it) at `b`'s insertion point and leaves `b` inside its
+/// body, before the terminator; returns the induction variable.
+mlir::Value beginParallelLoop(mlir::OpBuilder &b, mlir::Location loc,
+                              int64_t count);
+
 /// The values of an integer attribute (strides, dilations).
 llvm::SmallVector<int64_t> intsOf(mlir::DenseIntElementsAttr a);
 
