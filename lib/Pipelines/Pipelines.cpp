@@ -162,6 +162,7 @@ std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &options) {
       replace("func.func(mcc-register-tile-matmul)",
               "func.func(mcc-amx-matmul),func.func(mcc-register-tile-matmul)");
       replace("convert-vector-to-llvm,", "convert-vector-to-llvm{enable-amx},");
+      setOptions("mcc-tile-for-cpu", "{amx-tiles}");
     }
     if (options.cpuVectorBits >= 512) {
       setOptions("mcc-register-tile-matmul", "{weight-rows=12}");

@@ -17,12 +17,12 @@
 // on the heap, sized to stay in L2: A's two parts as [2][M'][256] bf16
 // rows (tile rows are A's rows, 32 steps of K each), B's as
 // [2][128][2 N'] with the pairs of K interleaved (the layout tdpbf16ps
-// reads B in), M' and N' rounded up to whole 32-row and 16-column blocks,
+// reads B in), M' and N' rounded up to whole 16-row and 16-column tiles,
 // the padding zero. Each 32 x 16 block of C then loads two accumulator
 // tiles and walks the block's steps (unrolled): four tiles of A (two rows
 // of tiles, both parts) and two of B, six products in eight tile
-// registers. A C whose rows are not whole blocks is computed
-// in a padded copy and copied back.
+// registers; an odd last row tile is a 16 x 16 block. A C whose rows or
+// columns are not whole tiles is computed in a padded copy and copied back.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,23 +64,9 @@ constexpr int64_t kPrefetchRows = 8; // rows of B fetched ahead of the pack
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 /// Whether a product of these static 2-D shapes (per batch element) is
-/// worth the tiles, with a unit-stride C and at least a tile of rows and
-/// columns (a matrix-vector product gains nothing from tiles).
-///
-/// Padding K costs the most: a product of few steps is bound by moving C
-/// through the tiles, and K = 16 (mobilenetv3's first expansion) ran 1.4
-/// times slower, K = 24 and 72 (padded to 32 and 96) 1.2-2 times; K = 112
-/// (128) ran 1.5 times faster, K = 80 (96) no faster. Padding
-/// rows and columns costs only the multiplies: N = 49 (a 7 x 7 image, 64
-/// columns) runs 1.5 times faster on the tiles than on the AVX-512 kernels,
-/// once its B is packed once per tile loop (or its A, Winograd's weights,
-/// laid out at compile time), and so do column tiles of 98 (112).
+/// worth the tiles (mcc::amxTileable), with a unit-stride C.
 bool tileable(int64_t m, int64_t n, int64_t k, Value c) {
-  if (m < kTileRows || n < kTileRows || k <= 0 || !mcc::hasUnitInnerStride(c))
-    return false;
-  int64_t paddedMN = roundUp(m, kBlockRows) * roundUp(n, kBlockCols);
-  int64_t paddedK = roundUp(k, kTileK);
-  return paddedK * 6 <= k * 7 && paddedMN * 3 <= m * n * 4;
+  return mcc::amxTileable(m, n, k) && mcc::hasUnitInnerStride(c);
 }
 
 /// A product on f32 buffers with static shapes of `rank` (2: matmul, 3:
@@ -216,36 +202,46 @@ struct Emitter : mcc::VectorKernelBuilder {
     });
   }
 
-  /// Column tile `block` of B (k x n) in column tiles [N' / 16][K' / 32][2]
-  /// [16][32] bf16, the layout of a weight read as B (each tile row a pair
-  /// of B's rows, interleaved). Columns past N read as zeros; steps past K
-  /// keep the caller's zero fill.
-  void packBTiles(Value bm, Value tiles, int64_t k, Value block) {
+  /// Step `step` of K (32 rows of B, k x n) in column tiles [N' / 16][K' /
+  /// 32][2][16][32] bf16, the layout of a weight read as B (each tile row
+  /// a pair of B's rows, interleaved), for every column tile. Rows are read
+  /// whole, in order: column tile by column tile, the pack strode over
+  /// B's rows and waited on its loads (a fifth of a 160 x 672 x 49
+  /// product). Columns past N read as zeros; pairs past K keep the
+  /// caller's zero fill.
+  void packBTiles(Value bm, Value tiles, int64_t k, int64_t n, Value step) {
     Value zeros = this->zeros(VectorType::get({kLanes}, b.getF32Type()));
-    Value col = arith::MulIOp::create(b, loc, block, idx(kBlockCols));
-    forLoop(idx(0), idx(roundUp(k, 2) / 2), 1, [&](Value pair) {
+    int64_t pairs = roundUp(k, 2) / 2;
+    Value first = arith::MulIOp::create(b, loc, step, idx(kTileRows));
+    Value end = arith::MinUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, first, idx(kTileRows)),
+        idx(pairs));
+    forLoop(first, end, 1, [&](Value pair) {
       Value even = arith::MulIOp::create(b, loc, pair, idx(2));
       Value odd = arith::AddIOp::create(b, loc, even, idx(1));
-      Value step = arith::DivUIOp::create(b, loc, pair, idx(kTileRows));
-      Value row = arith::RemUIOp::create(b, loc, pair, idx(kTileRows));
-      Value evenRow = read(bm, even, col);
-      Value oddRow = k % 2 ? Value(zeros) : read(bm, odd, col);
-      if (k % 2) {
-        // The last pair of an odd K has no odd row.
-        Value inside = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                             odd, idx(k));
-        Value safe = arith::MinUIOp::create(b, loc, odd, idx(k - 1));
-        oddRow =
-            arith::SelectOp::create(b, loc, inside, read(bm, safe, col), zeros);
-      }
-      auto [hiEven, loEven] = split(evenRow);
-      auto [hiOdd, loOdd] = split(oddRow);
-      vector::StoreOp::create(
-          b, loc, vector::InterleaveOp::create(b, loc, hiEven, hiOdd), tiles,
-          ValueRange{block, step, idx(0), row, idx(0)});
-      vector::StoreOp::create(
-          b, loc, vector::InterleaveOp::create(b, loc, loEven, loOdd), tiles,
-          ValueRange{block, step, idx(1), row, idx(0)});
+      Value row = arith::SubIOp::create(b, loc, pair, first);
+      // The last pair of an odd K has no odd row.
+      Value inside =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, odd, idx(k));
+      Value safe = arith::MinUIOp::create(b, loc, odd, idx(k - 1));
+      forLoop(idx(0), idx(roundUp(n, kBlockCols) / kBlockCols), 1,
+              [&](Value block) {
+                Value col =
+                    arith::MulIOp::create(b, loc, block, idx(kBlockCols));
+                Value evenRow = read(bm, even, col);
+                Value oddRow = read(bm, safe, col);
+                if (k % 2)
+                  oddRow =
+                      arith::SelectOp::create(b, loc, inside, oddRow, zeros);
+                auto [hiEven, loEven] = split(evenRow);
+                auto [hiOdd, loOdd] = split(oddRow);
+                vector::StoreOp::create(
+                    b, loc, vector::InterleaveOp::create(b, loc, hiEven, hiOdd),
+                    tiles, ValueRange{block, step, idx(0), row, idx(0)});
+                vector::StoreOp::create(
+                    b, loc, vector::InterleaveOp::create(b, loc, loEven, loOdd),
+                    tiles, ValueRange{block, step, idx(1), row, idx(0)});
+              });
     });
   }
 
@@ -307,7 +303,8 @@ struct Emitter : mcc::VectorKernelBuilder {
     auto type = cast<MemRefType>(weightTiles.getType());
     int64_t stepsOfK = type.getDimSize(1);
     int64_t lines = kKBlock / kTileK * 2 * 1024 / 64;
-    int64_t share = (lines + mp / kBlockRows - 1) / (mp / kBlockRows);
+    int64_t rowBlocks = roundUp(mp, kBlockRows) / kBlockRows;
+    int64_t share = (lines + rowBlocks - 1) / rowBlocks;
     Value kAt = arith::AddIOp::create(
         b, loc, getValueOrCreateConstantIndexOp(b, loc, kOffset), k0);
     Value next = arith::MinSIOp::create(
@@ -345,11 +342,14 @@ struct Emitter : mcc::VectorKernelBuilder {
   }
 
   /// C += A * B for one K block of `steps` x 32 (the packs hold it), C (or
-  /// its padded copy) in whole 32 x 16 blocks of mp x np. The steps are
-  /// unrolled: tiles carried by a loop would be block arguments, which the
-  /// conversion of the OpenMP regions around them to LLVM does not take.
-  void products(Value aPack, Value bPack, Value c, int64_t mp, int64_t np,
-                Value k0, int64_t steps, bool fromZero) {
+  /// its padded copy) in whole 32 x 16 blocks of mp x np, of which the
+  /// first m rows are wanted: a last block whose second row tile holds
+  /// none of them is a 16 x 16 block (an M of 112 computed 128 rows, and
+  /// read A's tiles past its 7 row tiles). The steps are unrolled: tiles
+  /// carried by a loop would be block arguments, which the conversion of
+  /// the OpenMP regions around them to LLVM does not take.
+  void products(Value aPack, Value bPack, Value c, int64_t m, int64_t mp,
+                int64_t np, Value k0, int64_t steps, bool fromZero) {
     // The weight's tile block of step 0 and column block of n0.
     Value firstStep, column0;
     if (weightTiles) {
@@ -362,7 +362,7 @@ struct Emitter : mcc::VectorKernelBuilder {
     }
     auto accType = amx::TileType::get({kTileRows, kTileRows}, b.getF32Type());
     auto inType = amx::TileType::get({kTileRows, kTileK}, b.getBF16Type());
-    forLoop(idx(0), idx(mp), kBlockRows, [&](Value m0) {
+    auto rowBlock = [&](Value m0, bool half) {
       Value m1 = arith::AddIOp::create(b, loc, m0, idx(kTileRows));
       forLoop(idx(0), idx(np), kBlockCols, [&](Value n0) {
         Value n2 = arith::MulIOp::create(b, loc, n0, idx(2));
@@ -372,7 +372,8 @@ struct Emitter : mcc::VectorKernelBuilder {
           scf::IfOp::create(b, loc, first, [&](OpBuilder &then, Location) {
             Value zeros = amx::TileZeroOp::create(then, loc, accType);
             amx::TileStoreOp::create(then, loc, c, ValueRange{m0, n0}, zeros);
-            amx::TileStoreOp::create(then, loc, c, ValueRange{m1, n0}, zeros);
+            if (!half)
+              amx::TileStoreOp::create(then, loc, c, ValueRange{m1, n0}, zeros);
             scf::YieldOp::create(then, loc);
           });
         }
@@ -382,7 +383,7 @@ struct Emitter : mcc::VectorKernelBuilder {
           return amx::TileLoadOp::create(b, loc, accType, c,
                                          ValueRange{row, n0});
         };
-        Value c0 = accumulator(m0), c1 = accumulator(m1);
+        Value c0 = accumulator(m0), c1 = half ? Value() : accumulator(m1);
         if (weightTiles && !packedB)
           fetchNextBlock(m0, n0, k0, mp);
         for (int64_t step = 0; step < steps; ++step) {
@@ -433,8 +434,15 @@ struct Emitter : mcc::VectorKernelBuilder {
           // Live tiles stay within the eight registers: both accumulators,
           // A's high rows and B's two parts, then A's low rows with B's
           // high part.
-          Value ah0 = loadA(0, m0), ah1 = loadA(0, m1);
+          Value ah0 = loadA(0, m0);
           Value bh = loadB(0), bl = loadB(1);
+          if (half) {
+            c0 = mul(ah0, bh, c0);
+            c0 = mul(ah0, bl, c0);
+            c0 = mul(loadA(1, m0), bh, c0);
+            continue;
+          }
+          Value ah1 = loadA(0, m1);
           c0 = mul(ah0, bh, c0);
           c1 = mul(ah1, bh, c1);
           c0 = mul(ah0, bl, c0);
@@ -443,9 +451,16 @@ struct Emitter : mcc::VectorKernelBuilder {
           c1 = mul(loadA(1, m1), bh, c1);
         }
         amx::TileStoreOp::create(b, loc, c, ValueRange{m0, n0}, c0);
-        amx::TileStoreOp::create(b, loc, c, ValueRange{m1, n0}, c1);
+        if (!half)
+          amx::TileStoreOp::create(b, loc, c, ValueRange{m1, n0}, c1);
       });
-    });
+    };
+    int64_t wanted = roundUp(m, kTileRows),
+            whole = wanted / kBlockRows * kBlockRows;
+    forLoop(idx(0), idx(whole), kBlockRows,
+            [&](Value m0) { rowBlock(m0, /*half=*/false); });
+    if (wanted > whole)
+      rowBlock(idx(whole), /*half=*/true);
   }
 
   /// The whole product, K block by K block: each block's packs (A: M' x
@@ -454,9 +469,9 @@ struct Emitter : mcc::VectorKernelBuilder {
   /// memory and read it back (the product ran 1.7 times slower than the
   /// AVX-512 kernels).
   void emit(Value a, Value bm, Value c, int64_t m, int64_t n, int64_t k) {
-    // (With aTiles, M is a whole number of 32-row blocks or the tiles hold
+    // (With aTiles, M is a whole number of 16-row tiles or the tiles hold
     // zero rows up to the next one.)
-    int64_t mp = roundUp(m, kBlockRows), np = roundUp(n, kBlockCols);
+    int64_t mp = roundUp(m, kTileRows), np = roundUp(n, kBlockCols);
     Type bf16 = b.getBF16Type();
     int64_t kBlock = std::min(kKBlock, roundUp(k, kTileK));
     Value aPack = aTiles ? Value()
@@ -496,8 +511,8 @@ struct Emitter : mcc::VectorKernelBuilder {
           linalg::FillOp::create(b, loc, zero, bPack);
         packB(bm, bPack, k0, rows, n);
       }
-      products(aPack, bPack, target, mp, np, k0, roundUp(rows, kTileK) / kTileK,
-               first && zeroInit);
+      products(aPack, bPack, target, m, mp, np, k0,
+               roundUp(rows, kTileK) / kTileK, first && zeroInit);
     };
     // One block starts from zero; of several, the first zeroes each C
     // block in L1 before loading it (a peeled first block doubled the
@@ -551,20 +566,20 @@ bool readsWholeTiles(OpOperand &use) {
 
 /// Whether `use` reads an M x K weight (or its 2-D collapse) as A of a
 /// rewritten product in whole tiles: the product's A itself, or a
-/// unit-stride subview at multiples of 32 rows and 32 steps of K, of whole
-/// 32-row blocks (the tiles hold no padding rows).
+/// unit-stride subview at multiples of 16 rows and 32 steps of K, of whole
+/// 16-row tiles (the tiles hold no padding rows).
 bool readsWholeATiles(OpOperand &use) {
   auto isA = [](OpOperand &u) {
     auto mm = dyn_cast<linalg::MatmulOp>(u.getOwner());
     return mm && u.getOperandNumber() == 0 && rewritable(mm) &&
-           cast<MemRefType>(u.get().getType()).getDimSize(0) % kBlockRows == 0;
+           cast<MemRefType>(u.get().getType()).getDimSize(0) % kTileRows == 0;
   };
   if (auto sub = dyn_cast<memref::SubViewOp>(use.getOwner())) {
     ArrayRef<int64_t> sizes = sub.getStaticSizes();
     if (sub.getType().getRank() != 2 || !sub.hasUnitStride() ||
         ShapedType::isDynamic(sizes[0]) || ShapedType::isDynamic(sizes[1]) ||
-        sizes[0] % kBlockRows || sizes[1] % kTileK ||
-        !knownMultiple(sub.getMixedOffsets()[0], kBlockRows) ||
+        sizes[0] % kTileRows || sizes[1] % kTileK ||
+        !knownMultiple(sub.getMixedOffsets()[0], kTileRows) ||
         !knownMultiple(sub.getMixedOffsets()[1], kTileK) || sub->use_empty())
       return false;
     return llvm::all_of(sub->getUses(), isA);
@@ -637,9 +652,8 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
   /// it), packed once on the heap before the loop and freed after it: as A,
   /// row tiles [M' / 16][K' / 32][2][16][32] bf16 (the layout of a weight
   /// read as A); as B, column tiles [N' / 16][K' / 32][2][16][32] (a weight
-  /// read as B). A tile block per iteration of a parallel loop: one thread
-  /// packing left the others waiting (bert-base at two threads 50.9 ->
-  /// 49.5 ms).
+  /// read as B). Packed in a parallel loop: one thread packing left the
+  /// others waiting (bert-base at two threads 50.9 -> 49.5 ms).
   Value sharedTiles(scf::ForallOp loop, Value v, bool asA) {
     Value &tiles = shared[{loop.getOperation(), v.getAsOpaquePointer(), asA}];
     if (tiles)
@@ -649,22 +663,41 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
     auto type = cast<MemRefType>(v.getType());
     int64_t k = type.getDimSize(asA ? 1 : 0);
     int64_t other = type.getDimSize(asA ? 0 : 1);
-    int64_t padded = roundUp(other, asA ? kBlockRows : kBlockCols);
+    int64_t padded = roundUp(other, asA ? kTileRows : kBlockCols);
     int64_t kp = roundUp(k, kTileK);
     tiles = memref::AllocOp::create(
         b, loc,
         MemRefType::get({padded / kTileRows, kp / kTileK, 2, kTileRows, kTileK},
                         b.getBF16Type()));
-    if (padded != other || kp != k) {
+    // Only what the pack leaves unwritten is zeroed (a whole-buffer fill
+    // was 7% of a 160 x 672 x 49 product at two threads): A's padding
+    // rows, from the tile that holds row M; B's padding steps, from the
+    // step that holds row K (the pack reads columns past N as zeros).
+    int64_t unwritten = asA ? (padded != other ? other / kTileRows : -1)
+                            : (kp != k ? k / kTileK : -1);
+    if (unwritten >= 0) {
+      auto tilesType = cast<MemRefType>(tiles.getType());
+      SmallVector<OpFoldResult> offsets(5, b.getIndexAttr(0)),
+          strides(5, b.getIndexAttr(1));
+      SmallVector<OpFoldResult> sizes =
+          getAsIndexOpFoldResult(b.getContext(), tilesType.getShape());
+      unsigned dim = asA ? 0 : 1;
+      offsets[dim] = b.getIndexAttr(unwritten);
+      sizes[dim] = b.getIndexAttr(tilesType.getDimSize(dim) - unwritten);
+      Value rest =
+          memref::SubViewOp::create(b, loc, tiles, offsets, sizes, strides);
       Value zero =
           arith::ConstantOp::create(b, loc, b.getZeroAttr(b.getBF16Type()));
-      linalg::FillOp::create(b, loc, zero, tiles);
+      linalg::FillOp::create(b, loc, zero, rest);
     }
-    Value block = mcc::beginParallelLoop(b, loc, padded / kTileRows);
+    // A in parallel over its row tiles, B over its steps of K (each reads
+    // whole rows).
+    Value block =
+        mcc::beginParallelLoop(b, loc, asA ? padded / kTileRows : kp / kTileK);
     if (asA)
       Emitter(b, loc).packATiles(v, tiles, other, k, block);
     else
-      Emitter(b, loc).packBTiles(v, tiles, k, block);
+      Emitter(b, loc).packBTiles(v, tiles, k, other, block);
     b.setInsertionPointAfter(loop);
     memref::DeallocOp::create(b, loc, tiles);
     return tiles;
@@ -705,7 +738,7 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
           arg.use_empty())
         continue;
       int64_t m = type.getDimSize(0), k = type.getNumElements() / m;
-      if (m % kBlockRows || k % kTileK)
+      if (m % kTileRows || k % kTileK)
         continue;
       // The 2-D values the products read: the argument, or collapses of
       // it to M x K.

@@ -207,6 +207,34 @@ func.func @conv_weight_as_a(%x: memref<64x224xf32>, %w: memref<64x64x1x1xf32>,
   return
 }
 
+// M = 48 is one 32-row block and one row tile: the weight is laid out as
+// its 3 row tiles, the last block computes only its first row tile (a 16 x
+// 16 block: one accumulator, three tile products a step) and loads no A
+// tile past them, and C (48 rows, whole tiles) needs no padded copy.
+// CHECK-LABEL: func.func @odd_row_tiles
+// CHECK-SAME: mcc.amx_weights = array<i64: 0, 2>
+// CHECK: %[[T:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [3, 2, 2, 16, 16]
+// CHECK-NOT: memref.alloc() : memref<64x
+// CHECK: scf.for %[[M0:.*]] = %{{.*}} to %c32{{.*}} step %c32
+// CHECK-COUNT-12: amx.tile_mulf
+// CHECK: amx.tile_store %arg2[%[[M0]],
+// CHECK: amx.tile_store %arg2[
+// CHECK: scf.for
+// CHECK-COUNT-6: amx.tile_mulf
+// CHECK-NOT: amx.tile_mulf
+// CHECK: amx.tile_store %arg2[%c32{{.*}}, %{{.*}}], %{{.*}} : memref<48x224xf32>
+// CHECK-NOT: amx.tile_store
+// CHECK: return
+func.func @odd_row_tiles(%x: memref<64x224xf32>, %w: memref<48x64x1x1xf32>,
+                         %y: memref<48x224xf32>)
+    attributes {mcc.num_inputs = 1 : i64} {
+  %a = memref.collapse_shape %w [[0], [1, 2, 3]]
+      : memref<48x64x1x1xf32> into memref<48x64xf32>
+  linalg.matmul ins(%a, %x : memref<48x64xf32>, memref<64x224xf32>)
+                outs(%y : memref<48x224xf32>)
+  return
+}
+
 // An A that every tile of a tile loop reads whole (a linear layer's
 // activation, its columns tiled) is packed once before the loop as row
 // tiles, read by every tile, and freed after the loop.
@@ -236,13 +264,16 @@ func.func @shared_a(%x: memref<32x64xf32>, %w: memref<64x64xf32>,
 // A B that every tile of a tile loop reads whole (a convolution's
 // activation, its output channels tiled) is packed once before the loop as
 // column tiles (pairs of rows interleaved, padded from 49 to 64 columns
-// with zeros), read by every tile, and freed after the loop; a pack of
-// this run's B is not fetched ahead like a weight streaming from memory.
-// The 7 x 7 image's padding (N = 49 computes 64 columns) is worth the
-// tiles; C goes through a padded copy.
+// with the zeros its masked reads give: K is whole steps, nothing is
+// filled), in a parallel loop over steps of K that reads B's rows whole,
+// read by every tile, and freed after the loop; a pack of this run's B is
+// not fetched ahead like a weight streaming from memory. The 7 x 7 image's
+// padding (N = 49 computes 64 columns) is worth the tiles; C goes through
+// a padded copy.
 // CHECK-LABEL: func.func @shared_b
 // CHECK: %[[T:.*]] = memref.alloc() : memref<4x2x2x16x32xbf16>
-// CHECK: linalg.fill {{.*}} outs(%[[T]]
+// CHECK-NOT: linalg.fill
+// CHECK: scf.forall (%{{.*}}) in (2)
 // CHECK: vector.transfer_read %arg0
 // CHECK: vector.interleave
 // CHECK: vector.store {{.*}}, %[[T]][

@@ -78,6 +78,9 @@ def TileForCpu : Pass<"mcc-tile-for-cpu", "mlir::func::FuncOp"> {
            "Number of tiles to aim for per op (a few per core)">,
     Option<"minTileElements", "min-tile-elements", "int64_t", "4096",
            "Ops with fewer output elements than this stay untiled">,
+    Option<"amxTiles", "amx-tiles", "bool", "false",
+           "Matrix products will run on AMX tiles where mcc-amx-matmul "
+           "takes them: choose tile shapes it takes">,
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::tensor::TensorDialect",
                            "mlir::linalg::LinalgDialect", "mlir::affine::AffineDialect"];

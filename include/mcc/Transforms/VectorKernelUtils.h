@@ -48,6 +48,14 @@ bool vectorizableBody(mlir::linalg::GenericOp op);
 mlir::Value beginParallelLoop(mlir::OpBuilder &b, mlir::Location loc,
                               int64_t count);
 
+/// Whether a product of these static 2-D shapes (per batch element) is
+/// worth AMX tiles (mcc-amx-matmul's rule, which mcc-tile-for-cpu follows
+/// when it chooses tiles for them): at least a tile of rows and columns (a
+/// matrix-vector product gains nothing from tiles), K padded to whole
+/// 32-step tiles by at most a sixth, and M x N padded to whole 16 x 16
+/// tiles by at most a third.
+bool amxTileable(int64_t m, int64_t n, int64_t k);
+
 /// The values of an integer attribute (strides, dilations).
 llvm::SmallVector<int64_t> intsOf(mlir::DenseIntElementsAttr a);
 
