@@ -190,9 +190,9 @@ Value sourceTileOf(OpBuilder &b, Location loc, const PaddedInput &p,
   offsets[h] = offsets[w] = b.getIndexAttr(0);
   sizes[h] = memref::getMixedSize(b, loc, p.source, h);
   sizes[w] = memref::getMixedSize(b, loc, p.source, w);
-  rowOffset = arith::SubIOp::create(
-      b, loc,
-      getValueOrCreateConstantIndexOp(b, loc, view.getMixedOffsets()[h]),
+  // Folded, so that a static window's row offset is a constant.
+  rowOffset = b.createOrFold<arith::SubIOp>(
+      loc, getValueOrCreateConstantIndexOp(b, loc, view.getMixedOffsets()[h]),
       arith::ConstantIndexOp::create(b, loc, p.low[h]));
   colOffset = getConstantIntValue(view.getMixedOffsets()[w]);
   if (colOffset)
