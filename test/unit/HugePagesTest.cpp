@@ -88,11 +88,13 @@ TEST(HugePagesTest, BufferCacheServesLargeBlocksFromHugePages) {
 
 // The tiles of a parallel loop allocate and free at the same moment: the
 // cache hands no block to two threads at once, and gives every thread back
-// blocks of the size it asked for.
+// blocks of the size it asked for, small ones (kept per thread) and ones
+// past 64 KiB (kept for all threads).
 TEST(HugePagesTest, BufferCacheIsSharedSafelyByThreads) {
   auto work = [](unsigned id, bool *ok) {
     for (int i = 0; i < 20000; ++i) {
-      size_t bytes = 64 + 64 * ((i + id) % 7);
+      size_t bytes =
+          64 + 64 * ((i + id) % 7) + (i % 2 ? (size_t(80) << 10) : 0);
       auto *p = static_cast<unsigned char *>(_mlir_memref_to_llvm_alloc(bytes));
       if (!p) {
         *ok = false;
