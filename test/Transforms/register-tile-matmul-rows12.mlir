@@ -17,7 +17,7 @@ func.func @twelve_rows(%a: memref<24x64xf32>, %b: memref<64x32xf32>, %c: memref<
 // CHECK: memref.alloca() : memref<2x256x48xf32>
 // CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<16xf32>{{(, vector<16xf32>){23} *}}) {
 // CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc>
-func.func @three_vectors_eight_rows(%a: memref<16x64xf32>, %b: memref<64x49xf32>, %c: memref<16x49xf32>) {
-  linalg.matmul ins(%a, %b : memref<16x64xf32>, memref<64x49xf32>) outs(%c : memref<16x49xf32>)
+func.func @three_vectors_eight_rows(%a: memref<32x64xf32>, %b: memref<64x49xf32>, %c: memref<32x49xf32>) {
+  linalg.matmul ins(%a, %b : memref<32x64xf32>, memref<64x49xf32>) outs(%c : memref<32x49xf32>)
   return
 }

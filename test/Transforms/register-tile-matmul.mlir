@@ -32,7 +32,20 @@
 // CHECK: vector.maskedload %arg1
 // CHECK: vector.maskedstore %arg2
 // CHECK-NOT: linalg.matmul
-func.func @matmul(%a: memref<10x100xf32>, %b: memref<100x37xf32>, %c: memref<10x37xf32>) {
+func.func @matmul(%a: memref<18x100xf32>, %b: memref<100x37xf32>, %c: memref<18x37xf32>) {
+  linalg.matmul ins(%a, %b : memref<18x100xf32>, memref<100x37xf32>) outs(%c : memref<18x37xf32>)
+  return
+}
+
+// At most three row blocks (10 rows: 4, 4 and 2) read B in place: a panel
+// packed for so few reads costs more than it saves.
+// CHECK-LABEL: func.func @few_row_blocks
+// CHECK-NOT: memref.alloca() : memref<2x64x16xf32>
+// CHECK: scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-2: vector.load %arg1
+// CHECK: vector.fma
+// CHECK-NOT: linalg.matmul
+func.func @few_row_blocks(%a: memref<10x100xf32>, %b: memref<100x37xf32>, %c: memref<10x37xf32>) {
   linalg.matmul ins(%a, %b : memref<10x100xf32>, memref<100x37xf32>) outs(%c : memref<10x37xf32>)
   return
 }
@@ -47,8 +60,8 @@ func.func @matmul(%a: memref<10x100xf32>, %b: memref<100x37xf32>, %c: memref<10x
 // CHECK-NOT: memref.alloca
 // CHECK: vector.load %arg1[%[[BATCH]],
 // CHECK-NOT: linalg.batch_matmul
-func.func @batch(%a: memref<3x8x16xf32>, %b: memref<3x16x16xf32>, %c: memref<3x8x16xf32>) {
-  linalg.batch_matmul ins(%a, %b : memref<3x8x16xf32>, memref<3x16x16xf32>) outs(%c : memref<3x8x16xf32>)
+func.func @batch(%a: memref<3x16x16xf32>, %b: memref<3x16x16xf32>, %c: memref<3x16x16xf32>) {
+  linalg.batch_matmul ins(%a, %b : memref<3x16x16xf32>, memref<3x16x16xf32>) outs(%c : memref<3x16x16xf32>)
   return
 }
 
@@ -233,8 +246,8 @@ func.func @dot_tail(%a: memref<10x64xf32>, %b: memref<64x17xf32>, %c: memref<10x
 // CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK-COUNT-12: vector.fma
 // CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc>
-func.func @three_vectors(%a: memref<8x64xf32>, %b: memref<64x25xf32>, %c: memref<8x25xf32>) {
-  linalg.matmul ins(%a, %b : memref<8x64xf32>, memref<64x25xf32>) outs(%c : memref<8x25xf32>)
+func.func @three_vectors(%a: memref<16x64xf32>, %b: memref<64x25xf32>, %c: memref<16x25xf32>) {
+  linalg.matmul ins(%a, %b : memref<16x64xf32>, memref<64x25xf32>) outs(%c : memref<16x25xf32>)
   return
 }
 
