@@ -7,7 +7,10 @@
 // floats and keep every stride-th), one broadcast weight and one fma per
 // vector. The channel's weights are broadcast once, outside the row loop.
 // Without this, the op lowers to scalar loops whose inner loop either runs
-// over the window or carries the output through memory.
+// over the window or carries the output through memory. Static images up
+// to eight vectors wide instead keep blocks of several output rows in
+// registers (emitRowBlocks), so that each input vector is loaded once for
+// all the rows whose windows hold it.
 //
 // A zero-padded input (ConvPadding.h) is read in place: the kernel reads the
 // padding's source and treats rows and columns outside it as zeros (rows by
@@ -171,7 +174,7 @@ public:
     Value N = dim(out, 0), C = dim(out, 1), OH = dim(out, 2), OW = dim(out, 3);
     inWidth = dim(x, 3);
     inHeight = dim(x, 2);
-    if (emitNarrow(N, C))
+    if (emitRowBlocks(N, C))
       return;
     RowSpans spans =
         rowSpans(inWidth, OW, kw, dw, sw, colOffset, lanes, vectors);
@@ -217,38 +220,76 @@ public:
   }
 
 private:
-  /// The largest number of output vectors a narrow image keeps in
+  /// The largest number of output vectors a block of rows keeps in
   /// registers (with the window column's weights and an input vector).
-  static constexpr int64_t kNarrowAccumulators = 14;
+  static constexpr int64_t kBlockAccumulators = 14;
+  /// Rows are cut into strips of at most this many vectors, and images of
+  /// more than kMaxStrips strips keep the row-by-row kernel.
+  static constexpr int64_t kStripVectors = 2, kMaxStrips = 4;
 
-  /// Static images whose rows are at most two vectors (mobilenetv3's 7 x 7,
-  /// 14 x 14 and 28 x 28): blocks of up to 14 output vectors, several rows,
-  /// in registers at once, all their window taps unrolled, each input
-  /// vector loaded once and used by every output row whose window holds
-  /// it. Row by row, a 7-wide row was one accumulator whose 25 fmas (5 x 5)
-  /// waited on each other, and every input row was loaded once per output
-  /// row that reads it (960 channels of 7 x 7: 0.092 ms against ONNX
-  /// Runtime's 0.034). Rows above and below x are known here and skipped.
-  bool emitNarrow(Value N, Value C) {
+  /// Static images up to 4 x 2 vectors wide (mobilenetv3's from 7 x 7 to
+  /// 112 x 112): blocks of rows, a strip of up to two vectors of each at a
+  /// time (up to 14 output vectors in registers), all their window taps
+  /// unrolled, each input vector loaded once and used by every output row
+  /// whose window holds it. Row by row, a 7-wide row was one accumulator
+  /// whose 25 fmas (5 x 5) waited on each other, and every input row was
+  /// loaded once per output row that reads it (960 channels of 7 x 7: 0.092
+  /// ms against ONNX Runtime's 0.034). The first and last blocks skip the
+  /// rows above and below x (known here); the blocks between run in a loop.
+  bool emitRowBlocks(Value N, Value C) {
     auto outType = cast<MemRefType>(out.getType());
     auto xType = cast<MemRefType>(x.getType());
     if (outType.isDynamicDim(2) || outType.isDynamicDim(3) ||
         xType.isDynamicDim(2) || xType.isDynamicDim(3))
       return false;
-    int64_t oh = outType.getDimSize(2), ow = outType.getDimSize(3);
-    int64_t ih = xType.getDimSize(2), iw = xType.getDimSize(3);
+    Image im;
+    im.oh = outType.getDimSize(2);
+    im.ow = outType.getDimSize(3);
+    im.ih = xType.getDimSize(2);
+    im.iw = xType.getDimSize(3);
     std::optional<int64_t> rowOff =
         padded ? getConstantIntValue(rowOffset) : std::optional<int64_t>(0);
-    int64_t perRow = (ow + lanes - 1) / lanes;
-    if (!rowOff || perRow > 2 || oh * perRow > 4 * kNarrowAccumulators)
+    int64_t perRow = (im.ow + lanes - 1) / lanes;
+    int64_t strips = (perRow + kStripVectors - 1) / kStripVectors;
+    if (!rowOff || strips > kMaxStrips)
       return false;
-    int64_t rows = std::min(oh, kNarrowAccumulators / perRow);
+    im.rowOff = *rowOff;
+    int64_t stripVectors = std::min(perRow, kStripVectors);
+    int64_t rows = std::min(im.oh, kBlockAccumulators / stripVectors);
+    // Blocks [inner, innerEnd) read no row outside x.
+    auto inside = [&](int64_t block) {
+      int64_t oh0 = block * rows;
+      return oh0 + rows <= im.oh && oh0 * sh + im.rowOff >= 0 &&
+             (oh0 + rows - 1) * sh + im.rowOff + (kh - 1) * dh < im.ih;
+    };
+    int64_t blocks = (im.oh + rows - 1) / rows, inner = 0;
+    while (inner < blocks && !inside(inner))
+      ++inner;
+    int64_t innerEnd = inner;
+    while (innerEnd < blocks && inside(innerEnd))
+      ++innerEnd;
     forLoop(idx(0), N, 1, [&](Value n) {
       forLoop(idx(0), C, 1, [&](Value c) {
         broadcastWeights(c);
-        for (int64_t oh0 = 0; oh0 < oh; oh0 += rows)
-          narrowBlock(n, c, oh0, std::min(rows, oh - oh0), perRow, ow, *rowOff,
-                      ih, iw);
+        auto block = [&](Value oh0, std::optional<int64_t> staticOh0,
+                         int64_t count) {
+          for (int64_t v0 = 0; v0 < perRow; v0 += kStripVectors)
+            blockOfRows(n, c, oh0, staticOh0, count, v0,
+                        std::min(kStripVectors, perRow - v0), im);
+        };
+        auto staticBlock = [&](int64_t at) {
+          int64_t oh0 = at * rows;
+          block(idx(oh0), oh0, std::min(rows, im.oh - oh0));
+        };
+        for (int64_t at = 0; at < inner; ++at)
+          staticBlock(at);
+        if (innerEnd - inner == 1)
+          staticBlock(inner);
+        else if (innerEnd > inner)
+          forLoop(idx(inner * rows), idx(innerEnd * rows), rows,
+                  [&](Value oh0) { block(oh0, std::nullopt, rows); });
+        for (int64_t at = std::max(inner, innerEnd); at < blocks; ++at)
+          staticBlock(at);
       });
     });
     return true;
@@ -265,19 +306,31 @@ private:
       }
   }
 
-  /// Output rows [oh0, oh0 + rows) of channel c, `perRow` vectors each.
-  void narrowBlock(Value n, Value c, int64_t oh0, int64_t rows, int64_t perRow,
-                   int64_t ow, int64_t rowOff, int64_t ih, int64_t iw) {
-    // Output vector v of a row: its outputs left in the row (a partial
-    // vector is masked) and whether its window columns stay in the row.
-    SmallVector<Value> valid(perRow);
-    for (int64_t v = 0; v < perRow; ++v)
-      if (ow - v * lanes < lanes)
-        valid[v] = idx(ow - v * lanes);
+  /// A static image's sizes and the row of x that output row 0's window
+  /// starts at.
+  struct Image {
+    int64_t oh, ow, ih, iw, rowOff;
+  };
+
+  /// Output rows [oh0, oh0 + rows) of channel c, output vectors [v0, v0 +
+  /// vectors) of each. With `staticOh0` the rows' window rows outside x are
+  /// skipped; without, they all lie inside.
+  void blockOfRows(Value n, Value c, Value oh0,
+                   std::optional<int64_t> staticOh0, int64_t rows, int64_t v0,
+                   int64_t vectors, const Image &im) {
+    // An output vector's outputs left in the row (a partial vector is
+    // masked).
+    SmallVector<Value> valid(vectors);
+    for (int64_t v = 0; v < vectors; ++v)
+      if (im.ow - (v0 + v) * lanes < lanes)
+        valid[v] = idx(im.ow - (v0 + v) * lanes);
+    auto outRow = [&](int64_t r) {
+      return r ? arith::AddIOp::create(b, loc, oh0, idx(r)).getResult() : oh0;
+    };
     SmallVector<Value> accs;
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t v = 0; v < perRow; ++v) {
-        SmallVector<Value, 4> at{n, c, idx(oh0 + r), idx(v * lanes)};
+      for (int64_t v = 0; v < vectors; ++v) {
+        SmallVector<Value, 4> at{n, c, outRow(r), idx((v0 + v) * lanes)};
         if (initValue)
           accs.push_back(
               vector::BroadcastOp::create(b, loc, vecType, initValue));
@@ -290,12 +343,17 @@ private:
                        : vector::LoadOp::create(b, loc, vecType, out, at)
                              .getResult());
       }
-    int64_t first = oh0 * sh + rowOff;
+    // Input row t of the block is x's row oh0 * sh + rowOff + t.
+    Value first = arith::AddIOp::create(
+        b, loc, arith::MulIOp::create(b, loc, oh0, idx(sh)), idx(im.rowOff));
     int64_t span = (rows - 1) * sh + (kh - 1) * dh + 1;
     for (int64_t t = 0; t < span; ++t) {
-      int64_t row = first + t;
-      if (row < 0 || row >= ih)
-        continue; // zero padding
+      if (staticOh0) {
+        int64_t row = *staticOh0 * sh + im.rowOff + t;
+        if (row < 0 || row >= im.ih)
+          continue; // zero padding
+      }
+      Value row = arith::AddIOp::create(b, loc, first, idx(t));
       // The (output row, window row) pairs that read this input row.
       SmallVector<std::pair<int64_t, int64_t>> uses;
       for (int64_t r = 0; r < rows; ++r) {
@@ -306,18 +364,18 @@ private:
       if (uses.empty())
         continue;
       for (int64_t j = 0; j < kw; ++j)
-        for (int64_t v = 0; v < perRow; ++v) {
-          int64_t col = v * lanes * sw + j * dw + colOffset;
+        for (int64_t v = 0; v < vectors; ++v) {
+          int64_t col = (v0 + v) * lanes * sw + j * dw + colOffset;
           Value in;
           if (col < 0) {
-            in = loadLeftEdge(x, ValueRange{n, c, idx(row)}, inWidth, col,
-                              lanes, sw);
+            in =
+                loadLeftEdge(x, ValueRange{n, c, row}, inWidth, col, lanes, sw);
           } else {
-            bool overhangs = col + (lanes - 1) * sw >= iw;
-            in = loadInput(n, c, idx(row), idx(std::min(col, iw)), overhangs);
+            bool overhangs = col + (lanes - 1) * sw >= im.iw;
+            in = loadInput(n, c, row, idx(std::min(col, im.iw)), overhangs);
           }
           for (auto [r, i] : uses) {
-            Value &acc = accs[r * perRow + v];
+            Value &acc = accs[r * vectors + v];
             switch (combine) {
             case Combine::Fma:
               acc = vector::FMAOp::create(b, loc, in, weights[i * kw + j], acc);
@@ -333,9 +391,9 @@ private:
         }
     }
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t v = 0; v < perRow; ++v)
-        storeOutput(accs[r * perRow + v], {n, c, idx(oh0 + r), idx(v * lanes)},
-                    valid[v]);
+      for (int64_t v = 0; v < vectors; ++v)
+        storeOutput(accs[r * vectors + v],
+                    {n, c, outRow(r), idx((v0 + v) * lanes)}, valid[v]);
   }
 
   /// Stores an output vector at `at` (n, c, oh, ow) through the epilogue

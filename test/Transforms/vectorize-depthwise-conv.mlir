@@ -1,28 +1,29 @@
 // RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-vectorize-depthwise-conv{lanes=8 vectors=2}))' --verify-each | FileCheck %s
 
-// Stride 1, 3x3: loops over (n, c, oh); the channel's 9 weights are
-// broadcast once per channel, then 2 x 8 outputs of a row ride 9 fmas each,
-// with one unit-stride vector load of the input per fma. 20 = 16 + 4: the
-// last 4 outputs of each row are masked on output and input.
+// Stride 1, 3x3, rows wider than four strips of two vectors (68 = 8 x 8 +
+// 4): loops over (n, c, oh); the channel's 9 weights are broadcast once per
+// channel, then 2 x 8 outputs of a row ride 9 fmas each, with one
+// unit-stride vector load of the input per fma. The last 4 outputs of each
+// row are masked on output and input.
 // CHECK-LABEL: func.func @stride1
 // CHECK: scf.for %[[N:.*]] =
 // CHECK: scf.for %[[C:.*]] =
 // CHECK-COUNT-9: vector.broadcast {{.*}} : f32 to vector<8xf32>
 // CHECK: scf.for %[[OH:.*]] =
 // CHECK: scf.for {{.*}} step %c16
-// CHECK-COUNT-2: vector.load %arg2[%[[N]], %[[C]], %[[OH]], {{.*}}] : memref<1x4x18x20xf32>, vector<8xf32>
+// CHECK-COUNT-2: vector.load %arg2[%[[N]], %[[C]], %[[OH]], {{.*}}] : memref<1x4x18x68xf32>, vector<8xf32>
 // CHECK-COUNT-18: vector.fma
 // CHECK-COUNT-2: vector.store {{.*}}, %arg2
 // CHECK: scf.for {{.*}} step %c8
 // CHECK-COUNT-9: vector.fma
 // CHECK: scf.for {{.*}} step %c8
 // CHECK: vector.maskedload %arg2
-// CHECK: vector.maskedload %arg0{{.*}} : memref<1x4x20x22xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
+// CHECK: vector.maskedload %arg0{{.*}} : memref<1x4x20x70xf32>, vector<8xi1>, vector<8xf32> into vector<8xf32>
 // CHECK: vector.maskedstore %arg2
 // CHECK-NOT: linalg.depthwise_conv_2d_nchw_chw
-func.func @stride1(%x: memref<1x4x20x22xf32>, %w: memref<4x3x3xf32>, %o: memref<1x4x18x20xf32>) {
+func.func @stride1(%x: memref<1x4x20x70xf32>, %w: memref<4x3x3xf32>, %o: memref<1x4x18x68xf32>) {
   linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
-    ins(%x, %w : memref<1x4x20x22xf32>, memref<4x3x3xf32>) outs(%o : memref<1x4x18x20xf32>)
+    ins(%x, %w : memref<1x4x20x70xf32>, memref<4x3x3xf32>) outs(%o : memref<1x4x18x68xf32>)
   return
 }
 
@@ -59,6 +60,23 @@ func.func @stride2(%x: memref<1x2x17x17xf32, strided<[578, 289, 17, 1], offset: 
 func.func @narrow(%x: memref<1x2x11x11xf32>, %w: memref<2x5x5xf32>, %o: memref<1x2x7x7xf32>) {
   linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
     ins(%x, %w : memref<1x2x11x11xf32>, memref<2x5x5xf32>) outs(%o : memref<1x2x7x7xf32>)
+  return
+}
+
+// Wider static rows go in strips of at most two vectors (24 = 2 + 1
+// vectors of 8), 7 rows at a time: the blocks whose window rows all lie in
+// x (rows 0 to 20) run in a loop, the last 3 rows after it.
+// CHECK-LABEL: func.func @row_blocks
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c21{{.*}} step %c7
+// CHECK-COUNT-126: vector.fma
+// CHECK-COUNT-63: vector.fma
+// CHECK: }
+// CHECK-COUNT-54: vector.fma
+// CHECK-COUNT-27: vector.fma
+// CHECK-NOT: vector.fma
+func.func @row_blocks(%x: memref<1x2x26x26xf32>, %w: memref<2x3x3xf32>, %o: memref<1x2x24x24xf32>) {
+  linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %w : memref<1x2x26x26xf32>, memref<2x3x3xf32>) outs(%o : memref<1x2x24x24xf32>)
   return
 }
 
@@ -133,7 +151,7 @@ func.func @sum_pool(%x: memref<1x2x9x9xf32>, %window: memref<2x2xf32>, %o: memre
 // CHECK-NOT: memref.alloc
 // CHECK-NOT: linalg.fill
 // CHECK-NOT: linalg.copy
-// CHECK: %[[TILE:.*]] = memref.subview %arg3[0, 0, 0, 0] [1, 2, 6, 20] [1, 1, 1, 1]
+// CHECK: %[[TILE:.*]] = memref.subview %arg3[0, 0, 0, 0] [1, 2, 6, 68] [1, 1, 1, 1]
 // CHECK: scf.for
 // CHECK: scf.for
 // First the top row, with its window rows checked; then the rows in
@@ -149,23 +167,23 @@ func.func @sum_pool(%x: memref<1x2x9x9xf32>, %window: memref<2x2xf32>, %o: memre
 // CHECK-NOT: mcc_profile_mark
 // CHECK: return
 func.func private @mcc_profile_mark(i64)
-func.func @padded_in_place(%x: memref<1x2x6x20xf32>, %w: memref<2x3x3xf32>, %o: memref<1x2x6x20xf32>, %src: memref<1x2x6x20xf32>) {
+func.func @padded_in_place(%x: memref<1x2x6x68xf32>, %w: memref<2x3x3xf32>, %o: memref<1x2x6x68xf32>, %src: memref<1x2x6x68xf32>) {
   %zero = arith.constant 0.0 : f32
   %c0 = arith.constant 0 : i64
   %c1 = arith.constant 1 : i64
-  linalg.copy ins(%x : memref<1x2x6x20xf32>) outs(%src : memref<1x2x6x20xf32>)
-  %p = memref.alloc() : memref<1x2x8x22xf32>
-  %top = memref.subview %p[0, 0, 0, 0] [1, 2, 1, 22] [1, 1, 1, 1] : memref<1x2x8x22xf32> to memref<1x2x1x22xf32, strided<[352, 176, 22, 1]>>
+  linalg.copy ins(%x : memref<1x2x6x68xf32>) outs(%src : memref<1x2x6x68xf32>)
+  %p = memref.alloc() : memref<1x2x8x70xf32>
+  %top = memref.subview %p[0, 0, 0, 0] [1, 2, 1, 70] [1, 1, 1, 1] : memref<1x2x8x70xf32> to memref<1x2x1x70xf32, strided<[1120, 560, 70, 1]>>
   func.call @mcc_profile_mark(%c0) : (i64) -> ()
-  linalg.fill ins(%zero : f32) outs(%top : memref<1x2x1x22xf32, strided<[352, 176, 22, 1]>>)
-  %in = memref.subview %p[0, 0, 1, 1] [1, 2, 6, 20] [1, 1, 1, 1] : memref<1x2x8x22xf32> to memref<1x2x6x20xf32, strided<[352, 176, 22, 1], offset: 23>>
+  linalg.fill ins(%zero : f32) outs(%top : memref<1x2x1x70xf32, strided<[1120, 560, 70, 1]>>)
+  %in = memref.subview %p[0, 0, 1, 1] [1, 2, 6, 68] [1, 1, 1, 1] : memref<1x2x8x70xf32> to memref<1x2x6x68xf32, strided<[1120, 560, 70, 1], offset: 71>>
   func.call @mcc_profile_mark(%c1) : (i64) -> ()
-  linalg.copy ins(%src : memref<1x2x6x20xf32>) outs(%in : memref<1x2x6x20xf32, strided<[352, 176, 22, 1], offset: 23>>)
-  memref.dealloc %src : memref<1x2x6x20xf32>
-  %v = memref.subview %p[0, 0, 0, 0] [1, 2, 8, 22] [1, 1, 1, 1] : memref<1x2x8x22xf32> to memref<1x2x8x22xf32, strided<[352, 176, 22, 1]>>
+  linalg.copy ins(%src : memref<1x2x6x68xf32>) outs(%in : memref<1x2x6x68xf32, strided<[1120, 560, 70, 1], offset: 71>>)
+  memref.dealloc %src : memref<1x2x6x68xf32>
+  %v = memref.subview %p[0, 0, 0, 0] [1, 2, 8, 70] [1, 1, 1, 1] : memref<1x2x8x70xf32> to memref<1x2x8x70xf32, strided<[1120, 560, 70, 1]>>
   linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
-    ins(%v, %w : memref<1x2x8x22xf32, strided<[352, 176, 22, 1]>>, memref<2x3x3xf32>) outs(%o : memref<1x2x6x20xf32>)
-  memref.dealloc %p : memref<1x2x8x22xf32>
+    ins(%v, %w : memref<1x2x8x70xf32, strided<[1120, 560, 70, 1]>>, memref<2x3x3xf32>) outs(%o : memref<1x2x6x68xf32>)
+  memref.dealloc %p : memref<1x2x8x70xf32>
   return
 }
 
