@@ -7,20 +7,22 @@
  * bert-base's time. Freed blocks are kept instead in a small cache and handed
  * back for the next request of the same size, which the next run makes in
  * the same order. The cache belongs to this model library (one per loaded
- * .so, shared by the threads that run it, under a spin lock: a run makes a
- * few hundred requests) and is released when the library is unloaded.
- * Blocks of half a MiB and more come from huge pages (HugePages.c).
+ * .so, shared by the threads that run it: a run makes a few hundred
+ * requests) and is released when the library is unloaded. Blocks of half a
+ * MiB and more come from huge pages (HugePages.c).
  *
  * The tiles of a parallel loop allocate and free their small buffers (a C
  * tile, a padded copy) at the same moment on every thread: under one mutex,
  * two threads put each other to sleep in the kernel, and a squeeze-excite
  * product of 21 tiles ran 8 times slower at two threads than at one; under
- * the spin lock, 3 times, 40% of it spinning. Blocks up to 64 KiB are
- * therefore kept per thread first (a few, freed when the thread exits).
+ * one spin lock, 3 times, 40% of it spinning. Blocks up to 64 KiB are
+ * therefore kept first in a cache per OpenMP thread number, each under its
+ * own spin lock (threads of concurrent runs that share a number share it
+ * safely). Not per thread: a thread's cache would need a destructor at
+ * thread exit, which could run after the library is gone (design 0006).
  *
  *===----------------------------------------------------------------------===*/
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,16 +37,9 @@ void *mcc_huge_alloc(size_t bytes);
 /* At most this much is kept; bigger surpluses go back to malloc. */
 static const size_t kMaxCachedBytes = (size_t)2 << 30;
 
-static struct {
-  atomic_flag busy;
-  void *block[kSlots];
-  size_t size[kSlots];
-  size_t count, bytes;
-} cache = {ATOMIC_FLAG_INIT, {0}, {0}, 0, 0};
-
-/* The cache's critical sections are a scan of at most kSlots entries. */
-static void lock(void) {
-  while (atomic_flag_test_and_set_explicit(&cache.busy, memory_order_acquire))
+/* A cache's critical sections are a scan of its few entries. */
+static void lock(atomic_flag *busy) {
+  while (atomic_flag_test_and_set_explicit(busy, memory_order_acquire))
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #else
@@ -52,63 +47,56 @@ static void lock(void) {
 #endif
 }
 
-static void unlock(void) {
-  atomic_flag_clear_explicit(&cache.busy, memory_order_release);
+static void unlock(atomic_flag *busy) {
+  atomic_flag_clear_explicit(busy, memory_order_release);
 }
 
-/* The calling thread's own blocks of at most kLocalMax bytes. */
-enum { kLocalSlots = 16 };
+static struct {
+  atomic_flag busy;
+  void *block[kSlots];
+  size_t size[kSlots];
+  size_t count, bytes;
+} cache = {ATOMIC_FLAG_INIT, {0}, {0}, 0, 0};
+
+/* Caches of blocks of at most kLocalMax bytes, one per OpenMP thread
+ * number (modulo kLocalCaches), each on its own cache lines. */
+enum { kLocalCaches = 16, kLocalSlots = 16 };
 static const size_t kLocalMax = (size_t)64 << 10;
 typedef struct {
+  _Alignas(64) atomic_flag busy;
   void *block[kLocalSlots];
   size_t size[kLocalSlots];
   size_t count;
 } LocalCache;
-static __thread LocalCache *local;
-static pthread_key_t localKey; /* frees a thread's blocks when it exits */
-static pthread_once_t localOnce = PTHREAD_ONCE_INIT;
-static int localReady;
+static LocalCache locals[kLocalCaches];
 
-static void releaseLocal(void *p) {
-  LocalCache *c = (LocalCache *)p;
-  for (size_t i = 0; i < c->count; ++i)
-    free(c->block[i]);
-  free(c);
-}
+/* From the OpenMP runtime when the model links it (CPU models do). */
+extern int omp_get_thread_num(void) __attribute__((weak));
 
-static void makeLocalKey(void) {
-  localReady = pthread_key_create(&localKey, releaseLocal) == 0;
-}
-
-/* The thread's cache, made on first use (NULL if that fails). */
 static LocalCache *localCache(void) {
-  if (local)
-    return local;
-  pthread_once(&localOnce, makeLocalKey);
-  if (!localReady)
-    return NULL;
-  LocalCache *c = (LocalCache *)calloc(1, sizeof(LocalCache));
-  if (c && pthread_setspecific(localKey, c) != 0) {
-    free(c);
-    c = NULL;
-  }
-  return local = c;
+  unsigned t = omp_get_thread_num ? (unsigned)omp_get_thread_num() : 0;
+  return &locals[t % kLocalCaches];
 }
 
 /* Blocks carry their size in a 64-byte header, so the payload stays 64-byte
  * aligned and free() knows what it returns. */
 void *_mlir_memref_to_llvm_alloc(size_t size) {
-  LocalCache *c = size <= kLocalMax ? localCache() : NULL;
-  for (size_t i = c ? c->count : 0; i-- > 0;) {
-    if (c->size[i] != size)
-      continue;
-    char *raw = (char *)c->block[i];
-    --c->count;
-    c->block[i] = c->block[c->count];
-    c->size[i] = c->size[c->count];
-    return raw + kHeader;
+  if (size <= kLocalMax) {
+    LocalCache *c = localCache();
+    lock(&c->busy);
+    for (size_t i = c->count; i-- > 0;) {
+      if (c->size[i] != size)
+        continue;
+      char *raw = (char *)c->block[i];
+      --c->count;
+      c->block[i] = c->block[c->count];
+      c->size[i] = c->size[c->count];
+      unlock(&c->busy);
+      return raw + kHeader;
+    }
+    unlock(&c->busy);
   }
-  lock();
+  lock(&cache.busy);
   for (size_t i = cache.count; i-- > 0;) {
     if (cache.size[i] != size)
       continue;
@@ -117,10 +105,10 @@ void *_mlir_memref_to_llvm_alloc(size_t size) {
     --cache.count;
     cache.block[i] = cache.block[cache.count];
     cache.size[i] = cache.size[cache.count];
-    unlock();
+    unlock(&cache.busy);
     return raw + kHeader;
   }
-  unlock();
+  unlock(&cache.busy);
   size_t bytes = (size + 2 * kHeader - 1) / kHeader * kHeader;
   char *raw = bytes >= kHugeMin ? (char *)mcc_huge_alloc(bytes)
                                 : (char *)aligned_alloc(kHeader, bytes);
@@ -146,35 +134,41 @@ void _mlir_memref_to_llvm_free(void *p) {
     return;
   char *raw = (char *)p - kHeader;
   size_t size = *(size_t *)raw;
-  LocalCache *c = size <= kLocalMax ? localCache() : NULL;
-  if (c && c->count < kLocalSlots) {
-    c->block[c->count] = raw;
-    c->size[c->count++] = size;
-    return;
+  if (size <= kLocalMax) {
+    LocalCache *c = localCache();
+    lock(&c->busy);
+    if (c->count < kLocalSlots) {
+      c->block[c->count] = raw;
+      c->size[c->count++] = size;
+      raw = NULL;
+    }
+    unlock(&c->busy);
+    if (!raw)
+      return;
   }
-  lock();
+  lock(&cache.busy);
   if (cache.count < kSlots && cache.bytes + size <= kMaxCachedBytes) {
     cache.block[cache.count] = raw;
     cache.size[cache.count++] = size;
     cache.bytes += size;
     raw = NULL;
   }
-  unlock();
+  unlock(&cache.busy);
   free(raw);
 }
 
 __attribute__((destructor)) static void releaseBufferCache(void) {
-  /* Other threads' own blocks are lost with the library: at most
-   * kLocalSlots blocks of kLocalMax bytes each. */
-  if (localReady)
-    pthread_key_delete(localKey);
-  if (local) {
-    releaseLocal(local);
-    local = NULL;
+  for (size_t l = 0; l < kLocalCaches; ++l) {
+    LocalCache *c = &locals[l];
+    lock(&c->busy);
+    for (size_t i = 0; i < c->count; ++i)
+      free(c->block[i]);
+    c->count = 0;
+    unlock(&c->busy);
   }
-  lock();
+  lock(&cache.busy);
   for (size_t i = 0; i < cache.count; ++i)
     free(cache.block[i]);
   cache.count = cache.bytes = 0;
-  unlock();
+  unlock(&cache.busy);
 }
