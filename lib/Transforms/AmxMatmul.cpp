@@ -150,6 +150,10 @@ struct Emitter : mcc::VectorKernelBuilder {
   /// in it; null: packed here.
   Value aTiles;
   OpFoldResult aRowOffset, aKOffset;
+  /// The elementwise generic after the product, applied as C leaves its
+  /// padded copy (emit erases it then; unset: C is copied back as is).
+  std::optional<mcc::ProductEpilogue> epilogue;
+  bool epilogueApplied = false;
 
   /// The two bf16 parts of 16 floats.
   std::pair<Value, Value> split(Value x) {
@@ -463,6 +467,45 @@ struct Emitter : mcc::VectorKernelBuilder {
       rowBlock(idx(whole), /*half=*/true);
   }
 
+  /// C's m x n values from its padded copy through the epilogue into the
+  /// epilogue's outputs (and into C when something else reads it), 16
+  /// columns at a time: the copy back and the epilogue's own pass over C
+  /// were two more passes over a tile that is still in L1 or L2.
+  void copyBackThroughEpilogue(Value target, Value c, int64_t m, int64_t n) {
+    auto vecType = VectorType::get({kLanes}, b.getF32Type());
+    int64_t whole = n / kLanes * kLanes;
+    auto columns = [&](Value row, Value col, Value mask) {
+      Value v = mask ? vector::MaskedLoadOp::create(b, loc, vecType, target,
+                                                    ValueRange{row, col}, mask,
+                                                    zeros(vecType))
+                           .getResult()
+                     : vector::LoadOp::create(b, loc, vecType, target,
+                                              ValueRange{row, col})
+                           .getResult();
+      SmallVector<Value> outs(epilogue->op.getDpsInits());
+      SmallVector<Value> values =
+          mcc::applyProductEpilogue(b, loc, *epilogue, v, row, col, mask);
+      if (epilogue->storeC) {
+        outs.push_back(c);
+        values.push_back(v);
+      }
+      for (auto [value, out] : llvm::zip(values, outs)) {
+        if (mask)
+          vector::MaskedStoreOp::create(b, loc, out, ValueRange{row, col}, mask,
+                                        value);
+        else
+          vector::StoreOp::create(b, loc, value, out, ValueRange{row, col});
+      }
+    };
+    forLoop(idx(0), idx(m), 1, [&](Value row) {
+      forLoop(idx(0), idx(whole), kLanes,
+              [&](Value col) { columns(row, col, Value()); });
+      if (whole < n)
+        columns(row, idx(whole), mask(vecType, idx(n - whole)));
+    });
+    epilogueApplied = true;
+  }
+
   /// The whole product, K block by K block: each block's packs (A: M' x
   /// 256, B: 256 x N', both parts) are written and read while they sit in
   /// L2. Packing all of K first wrote bert-base's 9.4 MB weight out to
@@ -526,7 +569,10 @@ struct Emitter : mcc::VectorKernelBuilder {
       if (k > whole)
         block(idx(whole), k - whole, false);
     }
-    if (padded) {
+    if (padded && epilogue) {
+      copyBackThroughEpilogue(target, c, m, n);
+      memref::DeallocOp::create(b, loc, target);
+    } else if (padded) {
       Value inner = memref::SubViewOp::create(
           b, loc, target, ArrayRef<int64_t>{0, 0}, ArrayRef<int64_t>{m, n},
           ArrayRef<int64_t>{1, 1});
@@ -877,9 +923,12 @@ struct AmxMatmulPass : mcc::impl::AmxMatmulBase<AmxMatmulPass> {
         emitter.aRowOffset = b.getIndexAttr(0);
         emitter.aKOffset = b.getIndexAttr(0);
       }
+      emitter.epilogue = mcc::matchProductEpilogue(op, c, nullptr);
       auto cType = cast<MemRefType>(c.getType());
       emitter.emit(a, bm, c, cType.getDimSize(0), cType.getDimSize(1),
                    cast<MemRefType>(a.getType()).getDimSize(1));
+      if (emitter.epilogueApplied)
+        emitter.epilogue->op->erase();
       op->erase();
     }
   }

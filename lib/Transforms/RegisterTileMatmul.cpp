@@ -116,104 +116,6 @@ Value allocatePack(OpBuilder &b, Location loc, Value c, KernelShape shape) {
       b, loc, MemRefType::get({panels, shape.kBlock, nr}, b.getF32Type()));
 }
 
-/// An elementwise linalg.generic that reads a 2-D product's C at the same
-/// indices right after the product (a bias, a normalization, an activation,
-/// a residual add: mcc-collapse-product-epilogues puts them on the
-/// product's 2-D space and mcc-tile-for-cpu into its tile). The kernel
-/// applies it to the register block in the last K block and stores its
-/// results; C itself is stored there only when something reads it later.
-struct Epilogue {
-  linalg::GenericOp op;
-  unsigned cInput; // the input that is C
-  bool storeC;
-};
-
-/// How the epilogue reads an input: at C's index, per row, or per column.
-enum class EpilogueRead { Full, Row, Column };
-
-EpilogueRead readOf(AffineMap map) {
-  if (map.isIdentity())
-    return EpilogueRead::Full;
-  return cast<AffineDimExpr>(map.getResult(0)).getPosition() == 0
-             ? EpilogueRead::Row
-             : EpilogueRead::Column;
-}
-
-/// The epilogue of `op` (a 2-D f32 product writing `c`), if the op after it
-/// is one. Between the two there may only be views, which move before the
-/// product, and profile marks.
-std::optional<Epilogue> matchEpilogue(linalg::MatmulOp op, Value c,
-                                      Operation *fill) {
-  SmallVector<Operation *> views;
-  Operation *next = op->getNextNode();
-  for (; next; next = next->getNextNode()) {
-    if (isa<ViewLikeOpInterface>(next) && isPure(next)) {
-      views.push_back(next);
-      continue;
-    }
-    auto call = dyn_cast<func::CallOp>(next);
-    if (call && call.getCallee() == "mcc_profile_mark")
-      continue;
-    break;
-  }
-  auto generic = dyn_cast_or_null<linalg::GenericOp>(next);
-  if (!generic || !generic.hasPureBufferSemantics() ||
-      generic.getNumLoops() != 2 || generic.getNumReductionLoops() != 0 ||
-      generic.hasIndexSemantics() || !vectorizableBody(generic))
-    return std::nullopt;
-  for (Operation *view : views)
-    for (Value v : view->getOperands())
-      if (Operation *def = v.getDefiningOp();
-          def && def->getBlock() == op->getBlock() && op->isBeforeInBlock(def))
-        return std::nullopt;
-  std::optional<unsigned> cInput;
-  for (OpOperand *in : generic.getDpsInputOperands()) {
-    AffineMap map = generic.getMatchingIndexingMap(in);
-    if (in->get() == c && map.isIdentity() && !cInput) {
-      cInput = in->getOperandNumber();
-      continue;
-    }
-    // C's other elements are not in memory yet in the last K block.
-    if (rootBuffer(in->get()) == rootBuffer(c))
-      return std::nullopt;
-    auto type = dyn_cast<MemRefType>(in->get().getType());
-    if (!type || !type.getElementType().isF32() ||
-        !map.isProjectedPermutation())
-      return std::nullopt;
-    bool full = map.isIdentity();
-    bool oneDim = map.getNumResults() == 1;
-    if (!full && !oneDim)
-      return std::nullopt;
-    // Full and per-column inputs are read as vectors along the columns.
-    if ((full || readOf(map) == EpilogueRead::Column) &&
-        !hasUnitInnerStride(in->get()))
-      return std::nullopt;
-  }
-  if (!cInput)
-    return std::nullopt;
-  // The epilogue writes its outputs while the product still reads A and B
-  // (and C, for the K blocks of later column blocks): an output is C
-  // itself or a buffer of its own.
-  Value aRoot = rootBuffer(op.getDpsInputs()[0]),
-        bRoot = rootBuffer(op.getDpsInputs()[1]), cRoot = rootBuffer(c);
-  bool writesC = false;
-  for (OpOperand &out : generic.getDpsInitsMutable()) {
-    Value root = rootBuffer(out.get());
-    if (!generic.getMatchingIndexingMap(&out).isIdentity() ||
-        generic.payloadUsesValueFromOperand(&out) ||
-        !hasUnitInnerStride(out.get()) || root == aRoot || root == bRoot ||
-        (root == cRoot && out.get() != c))
-      return std::nullopt;
-    writesC |= out.get() == c;
-  }
-  for (Operation *view : views)
-    view->moveBefore(fill ? fill : op.getOperation());
-  SmallVector<Operation *> ops = {op, generic};
-  if (fill)
-    ops.push_back(fill);
-  return Epilogue{generic, *cInput, !writesC && readElsewhere(c, ops)};
-}
-
 /// Emits the loops for C[batch..., m, n] += A[batch..., m, k] * B[batch...,
 /// k, n] with the leading `batch` indices fixed; a 2-D A (weights shared by
 /// the batch) is indexed without them. B is packed into `pack`
@@ -617,7 +519,8 @@ private:
       SmallVector<std::pair<Value, bool>> targets;
       for (OpOperand *in : op.getDpsInputOperands())
         if (in->getOperandNumber() != epilogue->cInput &&
-            readOf(op.getMatchingIndexingMap(in)) == EpilogueRead::Full)
+            mcc::readOf(op.getMatchingIndexingMap(in)) ==
+                mcc::EpilogueRead::Full)
           targets.push_back({in->get(), false});
       for (Value out : op.getDpsInits())
         targets.push_back({out, true});
@@ -778,75 +681,14 @@ private:
     });
   }
 
-  /// Broadcasts a scalar to a vector of `lanes`; vectors pass through.
-  Value vectorOf(Value v) {
-    if (isa<VectorType>(v.getType()))
-      return v;
-    return vector::BroadcastOp::create(
-        b, loc, VectorType::get({shape.lanes}, v.getType()), v);
-  }
 
   /// The epilogue's results at C[row, col...] given C's value there: a
   /// vector of lanes columns from col (vector `j` of a block whose `cols`
   /// columns mask a partial one), or, for a scalar `value`, the one element.
   SmallVector<Value> applyEpilogue(Value value, Value row, Value col,
                                    Value cols, int64_t j) {
-    bool vec = isa<VectorType>(value.getType());
-    linalg::GenericOp op = epilogue->op;
-    Block *body = op.getBody();
-    IRMapping map;
-    for (OpOperand *in : op.getDpsInputOperands()) {
-      Value v;
-      Value mem = in->get();
-      if (in->getOperandNumber() == epilogue->cInput) {
-        v = value;
-      } else {
-        switch (readOf(op.getMatchingIndexingMap(in))) {
-        case EpilogueRead::Full:
-          v = !vec ? memref::LoadOp::create(b, loc, mem, ValueRange{row, col})
-                         .getResult()
-              : !cols
-                  ? vector::LoadOp::create(b, loc, vecType, mem,
-                                           ValueRange{row, col})
-                        .getResult()
-                  : vector::MaskedLoadOp::create(b, loc, vecType, mem,
-                                                 ValueRange{row, col},
-                                                 mask(cols, j), zeros(vecType))
-                        .getResult();
-          break;
-        case EpilogueRead::Row:
-          v = memref::LoadOp::create(b, loc, mem, ValueRange{row});
-          break;
-        case EpilogueRead::Column:
-          v = !vec ? memref::LoadOp::create(b, loc, mem, ValueRange{col})
-                         .getResult()
-              : !cols
-                  ? vector::LoadOp::create(b, loc, vecType, mem, col)
-                        .getResult()
-                  : vector::MaskedLoadOp::create(b, loc, vecType, mem, col,
-                                                 mask(cols, j), zeros(vecType))
-                        .getResult();
-          break;
-        }
-      }
-      map.map(body->getArgument(in->getOperandNumber()), vec ? vectorOf(v) : v);
-    }
-    for (Operation &inner : body->without_terminator()) {
-      if (vec)
-        for (Value operand : inner.getOperands())
-          if (!map.contains(operand))
-            map.map(operand, vectorOf(operand));
-      Operation *copy = b.clone(inner, map);
-      if (vec)
-        for (OpResult r : copy->getResults())
-          r.setType(VectorType::get({shape.lanes}, r.getType()));
-    }
-    SmallVector<Value> results;
-    for (Value y : body->getTerminator()->getOperands()) {
-      Value v = map.lookupOrDefault(y);
-      results.push_back(vec ? vectorOf(v) : v);
-    }
-    return results;
+    return mcc::applyProductEpilogue(b, loc, *epilogue, value, row, col,
+                                     cols ? mask(cols, j) : Value());
   }
 
   /// Copies the `count` tail columns from n0 of B to `dotPack` (count x K,
@@ -971,7 +813,7 @@ public:
   /// a B packed just before the tile loop (sharePack) is already in cache.
   bool prefetchPacked = true;
   /// Applied to C in the last K block (2-D products only).
-  std::optional<Epilogue> epilogue;
+  std::optional<mcc::ProductEpilogue> epilogue;
   /// Fetch the next row block's rows of A (unit stride along K; a batch's
   /// at its batch index) while each row block runs (planNextRows).
   bool prefetchA = false;
@@ -1340,10 +1182,10 @@ struct RegisterTileMatmulPass
       // scf.for is an allocation scope), and each iteration grew the stack.
       // Matched before the scope: views between the product and its
       // epilogue move before both.
-      std::optional<Epilogue> epilogue;
+      std::optional<mcc::ProductEpilogue> epilogue;
       if (auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
           matmul && fuseEpilogues)
-        epilogue = matchEpilogue(matmul, c, init ? fill : nullptr);
+        epilogue = mcc::matchProductEpilogue(matmul, c, init ? fill : nullptr);
       auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
       b.setInsertionPointToStart(b.createBlock(&scope.getBodyRegion()));
       // One row of A (a classifier at batch 1) reads B in place, a wide

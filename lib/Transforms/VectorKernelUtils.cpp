@@ -2,7 +2,9 @@
 
 #include "mcc/Transforms/VectorKernelUtils.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 using namespace mlir;
@@ -227,6 +229,144 @@ scf::IfOp VectorKernelBuilder::ifRowInside(Value row, Value height,
   b.setInsertionPointToStart(op.elseBlock());
   scf::YieldOp::create(b, loc, values);
   return op;
+}
+
+EpilogueRead readOf(AffineMap map) {
+  if (map.isIdentity())
+    return EpilogueRead::Full;
+  return cast<AffineDimExpr>(map.getResult(0)).getPosition() == 0
+             ? EpilogueRead::Row
+             : EpilogueRead::Column;
+}
+
+std::optional<ProductEpilogue> matchProductEpilogue(linalg::MatmulOp op,
+                                                    Value c, Operation *fill) {
+  SmallVector<Operation *> views;
+  Operation *next = op->getNextNode();
+  for (; next; next = next->getNextNode()) {
+    if (isa<ViewLikeOpInterface>(next) && isPure(next)) {
+      views.push_back(next);
+      continue;
+    }
+    auto call = dyn_cast<func::CallOp>(next);
+    if (call && call.getCallee() == "mcc_profile_mark")
+      continue;
+    break;
+  }
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(next);
+  if (!generic || !generic.hasPureBufferSemantics() ||
+      generic.getNumLoops() != 2 || generic.getNumReductionLoops() != 0 ||
+      generic.hasIndexSemantics() || !vectorizableBody(generic))
+    return std::nullopt;
+  for (Operation *view : views)
+    for (Value v : view->getOperands())
+      if (Operation *def = v.getDefiningOp();
+          def && def->getBlock() == op->getBlock() && op->isBeforeInBlock(def))
+        return std::nullopt;
+  std::optional<unsigned> cInput;
+  for (OpOperand *in : generic.getDpsInputOperands()) {
+    AffineMap map = generic.getMatchingIndexingMap(in);
+    if (in->get() == c && map.isIdentity() && !cInput) {
+      cInput = in->getOperandNumber();
+      continue;
+    }
+    // C's other elements are not in memory yet in the last K block.
+    if (rootBuffer(in->get()) == rootBuffer(c))
+      return std::nullopt;
+    auto type = dyn_cast<MemRefType>(in->get().getType());
+    if (!type || !type.getElementType().isF32() ||
+        !map.isProjectedPermutation())
+      return std::nullopt;
+    bool full = map.isIdentity();
+    bool oneDim = map.getNumResults() == 1;
+    if (!full && !oneDim)
+      return std::nullopt;
+    // Full and per-column inputs are read as vectors along the columns.
+    if ((full || readOf(map) == EpilogueRead::Column) &&
+        !hasUnitInnerStride(in->get()))
+      return std::nullopt;
+  }
+  if (!cInput)
+    return std::nullopt;
+  // The epilogue writes its outputs while the product still reads A and B
+  // (and C, for the K blocks of later column blocks): an output is C
+  // itself or a buffer of its own.
+  Value aRoot = rootBuffer(op.getDpsInputs()[0]),
+        bRoot = rootBuffer(op.getDpsInputs()[1]), cRoot = rootBuffer(c);
+  bool writesC = false;
+  for (OpOperand &out : generic.getDpsInitsMutable()) {
+    Value root = rootBuffer(out.get());
+    if (!generic.getMatchingIndexingMap(&out).isIdentity() ||
+        generic.payloadUsesValueFromOperand(&out) ||
+        !hasUnitInnerStride(out.get()) || root == aRoot || root == bRoot ||
+        (root == cRoot && out.get() != c))
+      return std::nullopt;
+    writesC |= out.get() == c;
+  }
+  for (Operation *view : views)
+    view->moveBefore(fill ? fill : op.getOperation());
+  SmallVector<Operation *> ops = {op, generic};
+  if (fill)
+    ops.push_back(fill);
+  return ProductEpilogue{generic, *cInput, !writesC && readElsewhere(c, ops)};
+}
+
+SmallVector<Value> applyProductEpilogue(OpBuilder &b, Location loc,
+                                        const ProductEpilogue &epilogue,
+                                        Value value, Value row, Value col,
+                                        Value mask) {
+  auto vecType = dyn_cast<VectorType>(value.getType());
+  auto vectorOf = [&](Value v) -> Value {
+    if (!vecType || isa<VectorType>(v.getType()))
+      return v;
+    return vector::BroadcastOp::create(
+        b, loc, VectorType::get(vecType.getShape(), v.getType()), v);
+  };
+  auto load = [&](Value mem, ValueRange at) -> Value {
+    if (!vecType)
+      return memref::LoadOp::create(b, loc, mem, at);
+    if (!mask)
+      return vector::LoadOp::create(b, loc, vecType, mem, at);
+    Value zeros = arith::ConstantOp::create(
+        b, loc, vecType, DenseElementsAttr::get(vecType, 0.0f));
+    return vector::MaskedLoadOp::create(b, loc, vecType, mem, at, mask, zeros);
+  };
+  linalg::GenericOp op = epilogue.op;
+  Block *body = op.getBody();
+  IRMapping map;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    Value v, mem = in->get();
+    if (in->getOperandNumber() == epilogue.cInput) {
+      v = value;
+    } else {
+      switch (readOf(op.getMatchingIndexingMap(in))) {
+      case EpilogueRead::Full:
+        v = load(mem, ValueRange{row, col});
+        break;
+      case EpilogueRead::Row:
+        v = memref::LoadOp::create(b, loc, mem, ValueRange{row});
+        break;
+      case EpilogueRead::Column:
+        v = load(mem, ValueRange{col});
+        break;
+      }
+    }
+    map.map(body->getArgument(in->getOperandNumber()), vectorOf(v));
+  }
+  for (Operation &inner : body->without_terminator()) {
+    if (vecType)
+      for (Value operand : inner.getOperands())
+        if (!map.contains(operand))
+          map.map(operand, vectorOf(operand));
+    Operation *copy = b.clone(inner, map);
+    if (vecType)
+      for (OpResult r : copy->getResults())
+        r.setType(VectorType::get(vecType.getShape(), r.getType()));
+  }
+  SmallVector<Value> results;
+  for (Value y : body->getTerminator()->getOperands())
+    results.push_back(vectorOf(map.lookupOrDefault(y)));
+  return results;
 }
 
 } // namespace mcc

@@ -297,6 +297,46 @@ func.func @shared_b(%x: memref<64x49xf32>, %w: memref<64x64xf32>,
   return
 }
 
+// An elementwise generic after a product whose C goes through a padded
+// copy (N = 49 computes 64 columns) is applied as C leaves the copy: 16
+// columns at a time (the last one masked), the bias per row, the ReLU, the
+// stores into the generic's output; no copy back into C, and the generic
+// goes.
+// CHECK-LABEL: func.func @epilogue_on_copy_back
+// CHECK: %[[P:.*]] = memref.alloc() : memref<32x64xf32>
+// CHECK: amx.tile_store %[[P]]
+// CHECK-NOT: linalg.copy
+// CHECK: scf.for %[[R:.*]] = %c0{{.*}} to %c32
+// CHECK: scf.for %[[C:.*]] = %c0{{.*}} to %c48{{.*}} step %c16
+// CHECK: %[[V:.*]] = vector.load %[[P]][%[[R]], %[[C]]] : memref<32x64xf32>, vector<16xf32>
+// CHECK: %[[B:.*]] = memref.load %arg2[%[[R]]]
+// CHECK: arith.addf %[[V]], %{{.*}} : vector<16xf32>
+// CHECK: arith.maximumf
+// CHECK: vector.store {{.*}}, %arg3[%[[R]], %[[C]]]
+// CHECK: vector.maskedload %[[P]][%[[R]], %c48
+// CHECK: vector.maskedstore %arg3[%[[R]], %c48
+// CHECK: memref.dealloc %[[P]]
+// CHECK-NOT: linalg.generic
+// CHECK: return
+#ep_id = affine_map<(d0, d1) -> (d0, d1)>
+#ep_row = affine_map<(d0, d1) -> (d0)>
+func.func @epilogue_on_copy_back(%x: memref<64x49xf32>, %w: memref<32x64xf32>,
+                                 %bias: memref<32xf32>, %y: memref<32x49xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<32x49xf32>
+  linalg.matmul ins(%w, %x : memref<32x64xf32>, memref<64x49xf32>)
+                outs(%c : memref<32x49xf32>)
+  linalg.generic {indexing_maps = [#ep_id, #ep_row, #ep_id], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %bias : memref<32x49xf32>, memref<32xf32>) outs(%y : memref<32x49xf32>) {
+  ^bb0(%v: f32, %b: f32, %o: f32):
+    %s = arith.addf %v, %b : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  memref.dealloc %c : memref<32x49xf32>
+  return
+}
+
 // A batch of products (attention's heads, Winograd's transformed tiles)
 // runs the same tile products on each element's 2-D views, in a loop.
 // CHECK-LABEL: func.func @batch

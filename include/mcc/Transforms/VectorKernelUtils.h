@@ -17,6 +17,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 
+#include <optional>
 #include <utility>
 
 namespace mcc {
@@ -41,6 +42,39 @@ bool readElsewhere(mlir::Value v, llvm::ArrayRef<mlir::Operation *> ops);
 /// Whether an epilogue's body holds only scalar elementwise arith and math
 /// ops, which a kernel can re-create on vectors.
 bool vectorizableBody(mlir::linalg::GenericOp op);
+
+/// An elementwise linalg.generic that reads a 2-D product's C at the same
+/// indices right after the product (a bias, a normalization, an activation,
+/// a residual add: mcc-collapse-product-epilogues puts them on the
+/// product's 2-D space and mcc-tile-for-cpu into its tile). The product
+/// kernels (mcc-register-tile-matmul, mcc-amx-matmul) apply it to C's
+/// values while they hold them and store its results; C itself is stored
+/// only when something reads it later.
+struct ProductEpilogue {
+  mlir::linalg::GenericOp op;
+  unsigned cInput; // the input that is C
+  bool storeC;
+};
+
+/// How an epilogue reads an input: at C's index, per row, or per column.
+enum class EpilogueRead { Full, Row, Column };
+EpilogueRead readOf(mlir::AffineMap map);
+
+/// The epilogue of `op` (a 2-D f32 product writing `c`, after the zero
+/// `fill` of C if there is one), if the op after it is one. Between the two
+/// there may only be views, which move before the product (or the fill),
+/// and profile marks.
+std::optional<ProductEpilogue> matchProductEpilogue(mlir::linalg::MatmulOp op,
+                                                    mlir::Value c,
+                                                    mlir::Operation *fill);
+
+/// The epilogue's results at C[row, col...] given C's `value` there: a
+/// vector of columns from col (its lanes past `mask`'s masked off, when
+/// set), or, for a scalar `value`, the one element.
+llvm::SmallVector<mlir::Value>
+applyProductEpilogue(mlir::OpBuilder &b, mlir::Location loc,
+                     const ProductEpilogue &epilogue, mlir::Value value,
+                     mlir::Value row, mlir::Value col, mlir::Value mask);
 
 /// Starts a 1-D scf.forall over [0, count) (a parallel loop once the
 /// pipeline lowers it) at `b`'s insertion point and leaves `b` inside its
