@@ -10,11 +10,9 @@
 // output element (through every trailing reduction loop: a global average
 // pool has two), and a floating-point sum may be reassociated so that
 // LLVM vectorizes it (the result then differs from a serial sum by
-// rounding only, as ONNX Runtime's vectorized sums do). Trailing
-// reduction loops over memory that is contiguous in every operand (a
-// global average pool's rows of a 7 x 7 image) are first collapsed into
-// one, which LLVM vectorizes whole: a loop of 7 kept most of the sum
-// scalar.
+// rounding only, as ONNX Runtime's vectorized sums do). (Trailing
+// reduction loops over contiguous memory are collapsed into one before,
+// by mcc-collapse-contiguous-loops.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,7 +21,6 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
@@ -163,58 +160,8 @@ struct InnermostReductionToLoops : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
-/// Collapses a generic's trailing reduction loops (two or more) into one
-/// when every operand reads them as contiguous memory.
-void collapseTrailingReductions(linalg::GenericOp op, RewriterBase &rewriter) {
-  if (!op.hasPureBufferSemantics())
-    return;
-  SmallVector<utils::IteratorType> iters = op.getIteratorTypesArray();
-  unsigned n = iters.size(), first = n;
-  while (first > 0 && iters[first - 1] == utils::IteratorType::reduction)
-    --first;
-  if (n - first < 2)
-    return;
-  SmallVector<ReassociationIndices> loops;
-  for (unsigned i = 0; i < first; ++i)
-    loops.push_back({static_cast<int64_t>(i)});
-  ReassociationIndices reduced;
-  for (unsigned i = first; i < n; ++i)
-    reduced.push_back(i);
-  loops.push_back(reduced);
-  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  if (!linalg::areDimSequencesPreserved(maps, loops))
-    return;
-  // Each operand's dims that the reduction loops index, as one group.
-  for (OpOperand &operand : op->getOpOperands()) {
-    auto type = dyn_cast<MemRefType>(operand.get().getType());
-    if (!type)
-      return;
-    AffineMap map = op.getMatchingIndexingMap(&operand);
-    SmallVector<ReassociationIndices> dims;
-    for (unsigned r = 0; r < map.getNumResults(); ++r) {
-      auto d = dyn_cast<AffineDimExpr>(map.getResult(r));
-      if (d && d.getPosition() > first && !dims.empty())
-        dims.back().push_back(r);
-      else
-        dims.push_back({static_cast<int64_t>(r)});
-    }
-    if (!memref::CollapseShapeOp::isGuaranteedCollapsible(type, dims))
-      return;
-  }
-  rewriter.setInsertionPoint(op);
-  FailureOr<linalg::CollapseResult> collapsed =
-      linalg::collapseOpIterationDims(op, loops, rewriter);
-  if (succeeded(collapsed))
-    rewriter.eraseOp(op);
-}
-
 struct ReductionLoopsPass : mcc::impl::ReductionLoopsBase<ReductionLoopsPass> {
   void runOnOperation() override {
-    IRRewriter rewriter(&getContext());
-    SmallVector<linalg::GenericOp> generics;
-    getOperation().walk([&](linalg::GenericOp op) { generics.push_back(op); });
-    for (linalg::GenericOp op : generics)
-      collapseTrailingReductions(op, rewriter);
     RewritePatternSet patterns(&getContext());
     patterns.add<InnermostReductionToLoops>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

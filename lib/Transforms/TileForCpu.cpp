@@ -104,8 +104,8 @@ SmallVector<OpFoldResult> chooseTileSizes(OpBuilder &b, linalg::LinalgOp op,
 /// padded work on the busier of two threads, each tile costing a little
 /// more for its set-up; ties to fewer tiles. It replaces the AVX-512 shapes
 /// only where it costs less than they do, an AVX-512 multiply-add counted
-/// as two padded tile ones (a 160 x 672 x 49 product ran 3.3 times faster
-/// on the tiles, 80 x 184 x 196 1.7 times).
+/// as two padded tile ones (per multiply-add, a 160 x 672 x 49 product ran
+/// 3.3 times faster on the tiles, 80 x 184 x 196 1.7 times).
 void chooseAmxTiles(ArrayRef<int64_t> ranges, int64_t batchTiles,
                     int64_t &mTile, int64_t &nTile) {
   size_t batch = ranges.size() - 3;
@@ -170,7 +170,9 @@ constexpr int64_t kAssumedDynamicRows = 64, kAssumedDynamicCols = 256,
 /// (see below).
 /// Dynamic dims are chosen for as if they had the assumed sizes above,
 /// and always tiled (a dynamic m in tiles of at most 64 rows): the tile
-/// count then grows with the actual size.
+/// count then grows with the actual size. With `amx` (products that
+/// mcc-amx-matmul will take), chooseAmxTiles may replace a static
+/// product's shapes.
 SmallVector<int64_t> chooseMatmulTileSizes(linalg::LinalgOp op,
                                            int64_t minTiles, bool amx) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();

@@ -476,6 +476,19 @@ def ApproximateMath : Pass<"mcc-approximate-math", "mlir::func::FuncOp"> {
                            "mlir::vector::VectorDialect"];
 }
 
+def CollapseContiguousLoops : Pass<"mcc-collapse-contiguous-loops", "mlir::func::FuncOp"> {
+  let summary = "Trailing loops over contiguous memory collapsed into one";
+  let description = [{
+    A linalg.generic on buffers whose trailing reduction loops (two or
+    more), or trailing parallel loops when it has no reduction, index
+    memory that is contiguous in every operand gets them collapsed into one
+    loop (memref.collapse_shape of its operands), so that LLVM vectorizes
+    the innermost loop whole: a 7 x 7 image plane is one loop of 49.
+  }];
+  let dependentDialects = ["mlir::memref::MemRefDialect",
+                           "mlir::linalg::LinalgDialect"];
+}
+
 def ReductionLoops : Pass<"mcc-reduction-loops", "mlir::func::FuncOp"> {
   let summary = "Innermost reductions as loops with a register accumulator";
   let description = [{
