@@ -165,10 +165,22 @@ public:
         Value cEnd = arith::MinSIOp::create(
             b, loc, arith::AddIOp::create(b, loc, c0, idx(chunk)), nFull);
         packPanels(k0, kEnd, c0, cEnd, Value());
-        forLoop(c0, cEnd, nr, [&](Value n0) {
+        auto columnBlock = [&](Value n0, int64_t rows, Value m0, bool packing) {
           Value panel = arith::DivUIOp::create(
               b, loc, arith::SubIOp::create(b, loc, n0, c0), idx(nr));
-          rowBlocks(mFull, M, k0, kEnd, n0, Value(), panel);
+          kernel(rows, m0, n0, Value(), k0, kEnd, panel, packing);
+        };
+        if (rowsOuter(K)) {
+          rowBlocks(mFull, M, [&](int64_t rows, Value m0, bool packing) {
+            forLoop(c0, cEnd, nr,
+                    [&](Value n0) { columnBlock(n0, rows, m0, packing); });
+          });
+          return;
+        }
+        forLoop(c0, cEnd, nr, [&](Value n0) {
+          rowBlocks(mFull, M, [&](int64_t rows, Value m0, bool packing) {
+            columnBlock(n0, rows, m0, packing);
+          });
         });
       });
       Value hasRest =
@@ -188,7 +200,10 @@ public:
         Value end = arith::AddIOp::create(b, loc, nFull,
                                           idx(shape.vectors * shape.lanes));
         packPanels(k0, kEnd, nFull, end, rest);
-        rowBlocks(roundDown(M, shape.rows), M, k0, kEnd, nFull, rest, idx(0));
+        rowBlocks(roundDown(M, shape.rows), M,
+                  [&](int64_t rows, Value m0, bool packing) {
+                    kernel(rows, m0, nFull, rest, k0, kEnd, idx(0), packing);
+                  });
         shape = full;
         scf::YieldOp::create(b, loc);
       });
@@ -198,6 +213,26 @@ public:
   }
 
 private:
+  /// Whether a packed chunk's row blocks run outside its column blocks, so
+  /// that a block's rows are written left to right across the chunk. A
+  /// short K stores a C vector every few FMAs: column blocks outside (each
+  /// block's rows, then the next block's) made C a store stream per row,
+  /// each a block apart, and mobilenetv3's 64 x 16 x 12544 expansion ran
+  /// at the speed of those stores. The chunk's panels (K x 256 floats at
+  /// most 64 KiB) stay in cache for every row block. Not with a fused
+  /// pack (its first row block fills each panel) or a weight panel fetched
+  /// ahead along the column blocks (planNextPanel).
+  bool rowsOuter(Value K) {
+    std::optional<int64_t> staticK = getConstantIntValue(K);
+    if (!staticK) {
+      int64_t k = cast<MemRefType>(a.getType()).getShape().back();
+      if (!ShapedType::isDynamic(k))
+        staticK = k;
+    }
+    return staticK && *staticK <= kRowsOuterMaxK && !fusedPack &&
+           !(prepacked && prefetchPacked);
+  }
+
   /// Copies B[k0:kEnd, c0:cEnd] into consecutive panels of nr columns,
   /// walking each row of B across all of them; a masked remainder (`cols`
   /// columns, one panel) is zero-filled past its end. B rows are far apart
@@ -237,8 +272,9 @@ private:
   /// at half speed; now 20 blocks of 6 and two of 4). A dynamic M takes
   /// its leftover in blocks of the powers of two below `rows` (4, 2, 1 for
   /// 6 or 8), each at most once or twice.
-  void rowBlocks(Value mFull, Value M, Value k0, Value kEnd, Value n0,
-                 Value cols, Value panel) {
+  void
+  rowBlocks(Value mFull, Value M,
+            function_ref<void(int64_t rows, Value m0, bool packing)> block) {
     int64_t staticM =
         cast<MemRefType>(c.getType()).getShape().drop_back().back();
     if (!ShapedType::isDynamic(staticM)) {
@@ -254,23 +290,20 @@ private:
       // panel that the others read.
       int64_t start = 0;
       if (fusedPack && full) {
-        kernel(shape.rows, idx(0), n0, cols, k0, kEnd, panel, true);
+        block(shape.rows, idx(0), true);
         start = shape.rows;
       }
-      forLoop(idx(start), idx(full * shape.rows), shape.rows, [&](Value m0) {
-        kernel(shape.rows, m0, n0, cols, k0, kEnd, panel);
-      });
+      forLoop(idx(start), idx(full * shape.rows), shape.rows,
+              [&](Value m0) { block(shape.rows, m0, false); });
       start = full * shape.rows;
       for (auto [i, rows] : llvm::enumerate(tail)) {
-        kernel(rows, idx(start), n0, cols, k0, kEnd, panel,
-               fusedPack && !full && i == 0);
+        block(rows, idx(start), fusedPack && !full && i == 0);
         start += rows;
       }
       return;
     }
-    forLoop(idx(0), mFull, shape.rows, [&](Value m0) {
-      kernel(shape.rows, m0, n0, cols, k0, kEnd, panel);
-    });
+    forLoop(idx(0), mFull, shape.rows,
+            [&](Value m0) { block(shape.rows, m0, false); });
     Value start = mFull;
     int64_t sub = 1;
     while (sub * 2 < shape.rows)
@@ -278,8 +311,7 @@ private:
     for (; sub >= 1; sub /= 2) {
       Value left = arith::SubIOp::create(b, loc, M, start);
       Value end = arith::AddIOp::create(b, loc, start, roundDown(left, sub));
-      forLoop(start, end, sub,
-              [&](Value m0) { kernel(sub, m0, n0, cols, k0, kEnd, panel); });
+      forLoop(start, end, sub, [&](Value m0) { block(sub, m0, false); });
       start = end;
     }
   }
@@ -681,7 +713,6 @@ private:
     });
   }
 
-
   /// The epilogue's results at C[row, col...] given C's value there: a
   /// vector of lanes columns from col (vector `j` of a block whose `cols`
   /// columns mask a partial one), or, for a scalar `value`, the one element.
@@ -830,6 +861,9 @@ private:
   /// of 32 products of 128 x 768 x 768 ran in 35.6 ms without, 33.4 with
   /// 64, 33.7 with 128, 34.9 with 256.
   static constexpr int64_t kPackedPrefetchRows = 64;
+
+  /// The longest K whose products run their row blocks outside (rowsOuter).
+  static constexpr int64_t kRowsOuterMaxK = 64;
 
   /// K steps between two lines of the next panel fetched by a row block.
   static constexpr int64_t kNextPanelEvery = 4;

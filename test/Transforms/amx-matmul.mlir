@@ -381,3 +381,23 @@ func.func @batch_weight_tiles(%x: memref<4x64x49xf32>, %w: memref<4x64x64xf32>,
   }
   return
 }
+
+// Fewer than 32 rows keep the AVX-512 kernels when B is packed on every run
+// (an activation: a convolution's 24 x 64 x 3136 product packed all of B
+// for 24 rows); with B a weight, whose tiles are laid out at compile time,
+// 24 rows take the tiles.
+// CHECK-LABEL: func.func @few_rows
+// CHECK-NOT: amx.
+// CHECK: linalg.matmul
+// CHECK-NOT: linalg.matmul
+// CHECK: amx.tile_mulf
+func.func @few_rows(%w: memref<24x64xf32>, %x: memref<64x48xf32>,
+                    %y: memref<24x48xf32>, %v: memref<64x48xf32>,
+                    %z: memref<24x48xf32>)
+    attributes {mcc.num_inputs = 3 : i64} {
+  linalg.matmul ins(%w, %x : memref<24x64xf32>, memref<64x48xf32>)
+                outs(%y : memref<24x48xf32>)
+  linalg.matmul ins(%w, %v : memref<24x64xf32>, memref<64x48xf32>)
+                outs(%z : memref<24x48xf32>)
+  return
+}

@@ -50,6 +50,26 @@ func.func @few_row_blocks(%a: memref<10x100xf32>, %b: memref<100x37xf32>, %c: me
   return
 }
 
+// A short K (at most 64) runs a packed chunk's row blocks outside its
+// column blocks: each block of rows is written left to right across the
+// chunk instead of a block's rows at a time, one store stream per row.
+// CHECK-LABEL: func.func @short_k_rows_outer
+// CHECK: %[[PACK:.*]] = memref.alloca() : memref<2x64x16xf32>
+// CHECK: scf.for %[[C0:[^ ]*]] = {{.*}} step %c32
+// CHECK: vector.store {{.*}}, %[[PACK]]
+// CHECK: scf.for %[[M0:[^ ]*]] = {{.*}} to %c12 step %c4
+// CHECK-NOT: iter_args
+// CHECK: scf.for %{{.*}} = %[[C0]] to {{.*}} step %c16
+// CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: vector.store {{.*}}, %arg2[%[[M0]],
+// The last 6 rows (two blocks of 3) also walk the chunk's columns.
+// CHECK: scf.for %{{.*}} = %[[C0]] to {{.*}} step %c16
+// CHECK: iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+func.func @short_k_rows_outer(%a: memref<18x16xf32>, %b: memref<16x64xf32>, %c: memref<18x64xf32>) {
+  linalg.matmul ins(%a, %b : memref<18x16xf32>, memref<16x64xf32>) outs(%c : memref<18x64xf32>)
+  return
+}
+
 // batch_matmul: the same kernel inside a loop over the batch, which shares
 // one packing buffer (allocated outside the loop, so the stack does not
 // grow per iteration); N = 16 packs one panel.
