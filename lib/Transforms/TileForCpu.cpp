@@ -383,17 +383,19 @@ constexpr int64_t kWorkPerReducedElement = 8;
 /// mcc-register-tile-matmul finds it right after the product's tile.
 /// A depthwise convolution's bias and activation (an elementwise generic
 /// over [n, c, h, w]) are tiled the same way, for
-/// mcc-vectorize-depthwise-conv to apply to its accumulators.
+/// mcc-vectorize-depthwise-conv to apply to its accumulators, and a grouped
+/// convolution's (over [n, g, f, h, w]) for mcc-vectorize-grouped-conv.
 linalg::GenericOp epilogueOf(linalg::LinalgOp op) {
   bool depthwise = isa<linalg::DepthwiseConv2DNchwChwOp>(op);
-  if ((!isa<linalg::MatmulOp>(op) && !depthwise) || op->getNumResults() != 1 ||
-      !op->getResult(0).hasOneUse())
+  bool grouped = isa<linalg::Conv2DNgchwGfchwOp>(op);
+  if ((!isa<linalg::MatmulOp>(op) && !depthwise && !grouped) ||
+      op->getNumResults() != 1 || !op->getResult(0).hasOneUse())
     return {};
   OpOperand &use = *op->getResult(0).getUses().begin();
   auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
   if (!generic || generic->getBlock() != op->getBlock() ||
       !generic.hasPureTensorSemantics() ||
-      generic.getNumLoops() != (depthwise ? 4 : 2) ||
+      generic.getNumLoops() != (grouped ? 5 : depthwise ? 4 : 2) ||
       generic.getNumReductionLoops() != 0 || generic.hasIndexSemantics() ||
       !generic.isDpsInput(&use) ||
       !generic.getMatchingIndexingMap(&use).isIdentity())
@@ -440,6 +442,13 @@ struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
         sizes = getAsIndexOpFoldResult(
             &getContext(),
             ArrayRef<int64_t>{conv[0], conv[3], conv[1], conv[2]});
+      } else if (product && isa<linalg::Conv2DNgchwGfchwOp>(product)) {
+        // The convolution's (n, g, f, oh, ow) tiles as the generic's.
+        sizes = getAsIndexOpFoldResult(
+            &getContext(), ArrayRef(chooseGroupedConvTileSizes(
+                                        cast<linalg::LinalgOp>(product),
+                                        targetTiles))
+                               .take_front(5));
       } else if (product)
         sizes = getAsIndexOpFoldResult(
             &getContext(),

@@ -311,6 +311,132 @@ std::optional<ProductEpilogue> matchProductEpilogue(linalg::MatmulOp op,
   return ProductEpilogue{generic, *cInput, !writesC && readElsewhere(c, ops)};
 }
 
+std::optional<ConvEpilogue> matchConvEpilogue(linalg::LinalgOp conv,
+                                              Value input, Operation *fill,
+                                              unsigned channelDims) {
+  Value out = conv.getDpsInits()[0];
+  auto outType = dyn_cast<MemRefType>(out.getType());
+  if (!outType)
+    return std::nullopt;
+  SmallVector<Operation *> views;
+  Operation *next = conv->getNextNode();
+  for (; next && isa<ViewLikeOpInterface>(next) && isPure(next);
+       next = next->getNextNode())
+    views.push_back(next);
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(next);
+  if (!generic || !generic.hasPureBufferSemantics() ||
+      generic.getNumLoops() != outType.getRank() ||
+      generic.getNumReductionLoops() != 0 || generic.hasIndexSemantics() ||
+      !vectorizableBody(generic))
+    return std::nullopt;
+  for (Operation *view : views)
+    for (Value v : view->getOperands())
+      if (Operation *def = v.getDefiningOp();
+          def && def->getBlock() == conv->getBlock() &&
+          conv->isBeforeInBlock(def))
+        return std::nullopt;
+  Value inRoot = rootBuffer(input), wRoot = rootBuffer(conv.getDpsInputs()[1]),
+        outRoot = rootBuffer(out);
+  std::optional<unsigned> outInput;
+  for (OpOperand *in : generic.getDpsInputOperands()) {
+    AffineMap map = generic.getMatchingIndexingMap(in);
+    if (in->get() == out && map.isIdentity() && !outInput) {
+      outInput = in->getOperandNumber();
+      continue;
+    }
+    // The rest of the output is not in memory yet.
+    auto type = dyn_cast<MemRefType>(in->get().getType());
+    if (rootBuffer(in->get()) == outRoot || !type ||
+        !type.getElementType().isF32())
+      return std::nullopt;
+    if (map.isIdentity()) {
+      if (!hasUnitInnerStride(in->get()))
+        return std::nullopt;
+      continue;
+    }
+    // Otherwise one value per channel: a bias, a squeeze-excite scale.
+    for (AffineExpr e : map.getResults()) {
+      auto d = dyn_cast<AffineDimExpr>(e);
+      if (d ? d.getPosition() >= channelDims : !isa<AffineConstantExpr>(e))
+        return std::nullopt;
+    }
+  }
+  if (!outInput)
+    return std::nullopt;
+  // The generic writes while the convolution still reads its input: an
+  // output is the convolution's output itself or a buffer of its own.
+  bool writesOut = false;
+  for (OpOperand &init : generic.getDpsInitsMutable()) {
+    Value root = rootBuffer(init.get());
+    if (!generic.getMatchingIndexingMap(&init).isIdentity() ||
+        generic.payloadUsesValueFromOperand(&init) ||
+        !hasUnitInnerStride(init.get()) || root == inRoot || root == wRoot ||
+        (root == outRoot && init.get() != out))
+      return std::nullopt;
+    writesOut |= init.get() == out;
+  }
+  for (Operation *view : views)
+    view->moveBefore(fill ? fill : conv.getOperation());
+  SmallVector<Operation *> ops = {conv, generic};
+  if (fill)
+    ops.push_back(fill);
+  return ConvEpilogue{generic, *outInput,
+                      !writesOut && readElsewhere(out, ops)};
+}
+
+SmallVector<Value> applyConvEpilogue(OpBuilder &b, Location loc,
+                                     const ConvEpilogue &epilogue, Value acc,
+                                     ValueRange at, Value valid) {
+  auto vecType = cast<VectorType>(acc.getType());
+  auto vectorOf = [&](Value v) -> Value {
+    if (isa<VectorType>(v.getType()))
+      return v;
+    return vector::BroadcastOp::create(
+        b, loc, VectorType::get(vecType.getShape(), v.getType()), v);
+  };
+  linalg::GenericOp op = epilogue.op;
+  Block *body = op.getBody();
+  IRMapping map;
+  for (OpOperand *in : op.getDpsInputOperands()) {
+    Value v, mem = in->get();
+    AffineMap indexing = op.getMatchingIndexingMap(in);
+    if (in->getOperandNumber() == epilogue.outInput) {
+      v = acc;
+    } else if (indexing.isIdentity()) {
+      v = valid ? vector::MaskedLoadOp::create(
+                      b, loc, vecType, mem, at, valid,
+                      arith::ConstantOp::create(
+                          b, loc, vecType,
+                          DenseElementsAttr::get(vecType, 0.0f)))
+                      .getResult()
+                : vector::LoadOp::create(b, loc, vecType, mem, at).getResult();
+    } else {
+      SmallVector<Value, 5> indices;
+      for (AffineExpr e : indexing.getResults())
+        indices.push_back(
+            isa<AffineDimExpr>(e)
+                ? at[cast<AffineDimExpr>(e).getPosition()]
+                : arith::ConstantIndexOp::create(
+                      b, loc, cast<AffineConstantExpr>(e).getValue())
+                      .getResult());
+      v = memref::LoadOp::create(b, loc, mem, indices);
+    }
+    map.map(body->getArgument(in->getOperandNumber()), vectorOf(v));
+  }
+  for (Operation &inner : body->without_terminator()) {
+    for (Value operand : inner.getOperands())
+      if (!map.contains(operand))
+        map.map(operand, vectorOf(operand));
+    Operation *copy = b.clone(inner, map);
+    for (OpResult r : copy->getResults())
+      r.setType(VectorType::get(vecType.getShape(), r.getType()));
+  }
+  SmallVector<Value> results;
+  for (Value y : body->getTerminator()->getOperands())
+    results.push_back(vectorOf(map.lookupOrDefault(y)));
+  return results;
+}
+
 SmallVector<Value> applyProductEpilogue(OpBuilder &b, Location loc,
                                         const ProductEpilogue &epilogue,
                                         Value value, Value row, Value col,

@@ -61,90 +61,6 @@ namespace {
 /// with the channel's weight, or a pooling's max or sum.
 enum class Combine { Fma, Max, Add };
 
-/// The elementwise generic after a depthwise convolution in the same tile
-/// (its bias and activation: mcc-tile-for-cpu fuses the convolution into
-/// the generic's tiles). The kernel applies it to each output vector before
-/// the store, and stores the convolution's own output only when something
-/// else reads it.
-struct DepthwiseEpilogue {
-  linalg::GenericOp op;
-  /// The generic's input that is the convolution's output.
-  unsigned outInput;
-  bool storeOut;
-};
-
-/// The epilogue of `conv` (writing `out`, reading the buffer `input`), if
-/// the op after it is one. Between the two there may only be views, which
-/// move before the convolution (and its fill).
-std::optional<DepthwiseEpilogue>
-matchDepthwiseEpilogue(linalg::LinalgOp conv, Value input, Operation *fill) {
-  Value out = conv.getDpsInits()[0];
-  SmallVector<Operation *> views;
-  Operation *next = conv->getNextNode();
-  for (; next && isa<ViewLikeOpInterface>(next) && isPure(next);
-       next = next->getNextNode())
-    views.push_back(next);
-  auto generic = dyn_cast_or_null<linalg::GenericOp>(next);
-  if (!generic || !generic.hasPureBufferSemantics() ||
-      generic.getNumLoops() != 4 || generic.getNumReductionLoops() != 0 ||
-      generic.hasIndexSemantics() || !mcc::vectorizableBody(generic))
-    return std::nullopt;
-  for (Operation *view : views)
-    for (Value v : view->getOperands())
-      if (Operation *def = v.getDefiningOp();
-          def && def->getBlock() == conv->getBlock() &&
-          conv->isBeforeInBlock(def))
-        return std::nullopt;
-  Value inRoot = mcc::rootBuffer(input),
-        wRoot = mcc::rootBuffer(conv.getDpsInputs()[1]),
-        outRoot = mcc::rootBuffer(out);
-  std::optional<unsigned> outInput;
-  for (OpOperand *in : generic.getDpsInputOperands()) {
-    AffineMap map = generic.getMatchingIndexingMap(in);
-    if (in->get() == out && map.isIdentity() && !outInput) {
-      outInput = in->getOperandNumber();
-      continue;
-    }
-    // The rest of the output is not in memory yet.
-    auto type = dyn_cast<MemRefType>(in->get().getType());
-    if (mcc::rootBuffer(in->get()) == outRoot || !type ||
-        !type.getElementType().isF32())
-      return std::nullopt;
-    if (map.isIdentity()) {
-      if (!hasUnitInnerStride(in->get()))
-        return std::nullopt;
-      continue;
-    }
-    // Otherwise one value per (n, c): a bias, a squeeze-excite scale.
-    for (AffineExpr e : map.getResults()) {
-      auto d = dyn_cast<AffineDimExpr>(e);
-      if (d ? d.getPosition() > 1 : !isa<AffineConstantExpr>(e))
-        return std::nullopt;
-    }
-  }
-  if (!outInput)
-    return std::nullopt;
-  // The generic writes while the convolution still reads its input: an
-  // output is the convolution's output itself or a buffer of its own.
-  bool writesOut = false;
-  for (OpOperand &init : generic.getDpsInitsMutable()) {
-    Value root = mcc::rootBuffer(init.get());
-    if (!generic.getMatchingIndexingMap(&init).isIdentity() ||
-        generic.payloadUsesValueFromOperand(&init) ||
-        !hasUnitInnerStride(init.get()) || root == inRoot || root == wRoot ||
-        (root == outRoot && init.get() != out))
-      return std::nullopt;
-    writesOut |= init.get() == out;
-  }
-  for (Operation *view : views)
-    view->moveBefore(fill ? fill : conv.getOperation());
-  SmallVector<Operation *> ops = {conv, generic};
-  if (fill)
-    ops.push_back(fill);
-  return DepthwiseEpilogue{generic, *outInput,
-                           !writesOut && mcc::readElsewhere(out, ops)};
-}
-
 /// Emits out[n, c, oh, ow] = combine over (kh, kw) of x[n, c, oh*sh + kh*dh,
 /// ow*sw + kw*dw] (times w[c, kh, kw] for Fma) for one op, every size but
 /// the window's read from the buffers at run time.
@@ -409,7 +325,8 @@ private:
     };
     if (epilogue) {
       for (auto [result, init] :
-           llvm::zip(applyEpilogue(acc, at, valid), epilogue->op.getDpsInits()))
+           llvm::zip(mcc::applyConvEpilogue(b, loc, *epilogue, acc, at,
+                                     valid ? mask(vecType, valid) : Value()), epilogue->op.getDpsInits()))
         store(result, init);
       if (!epilogue->storeOut)
         return;
@@ -499,55 +416,13 @@ private:
         b, loc, VectorType::get({lanes}, v.getType()), v);
   }
 
-  /// The epilogue's results for the output vector at `at` (n, c, oh, ow)
-  /// whose value is `acc`; `valid` masks a partial vector.
-  SmallVector<Value> applyEpilogue(Value acc, ValueRange at, Value valid) {
-    linalg::GenericOp op = epilogue->op;
-    Block *body = op.getBody();
-    IRMapping map;
-    for (OpOperand *in : op.getDpsInputOperands()) {
-      Value v, mem = in->get();
-      AffineMap indexing = op.getMatchingIndexingMap(in);
-      if (in->getOperandNumber() == epilogue->outInput) {
-        v = acc;
-      } else if (indexing.isIdentity()) {
-        v = valid
-                ? vector::MaskedLoadOp::create(b, loc, vecType, mem, at,
-                                               mask(vecType, valid),
-                                               zeros(vecType))
-                      .getResult()
-                : vector::LoadOp::create(b, loc, vecType, mem, at).getResult();
-      } else {
-        SmallVector<Value, 4> indices;
-        for (AffineExpr e : indexing.getResults())
-          indices.push_back(isa<AffineDimExpr>(e)
-                                ? at[cast<AffineDimExpr>(e).getPosition()]
-                                : idx(cast<AffineConstantExpr>(e).getValue()));
-        v = memref::LoadOp::create(b, loc, mem, indices);
-      }
-      map.map(body->getArgument(in->getOperandNumber()), vectorOf(v));
-    }
-    for (Operation &inner : body->without_terminator()) {
-      for (Value operand : inner.getOperands())
-        if (!map.contains(operand))
-          map.map(operand, vectorOf(operand));
-      Operation *copy = b.clone(inner, map);
-      for (OpResult r : copy->getResults())
-        r.setType(VectorType::get({lanes}, r.getType()));
-    }
-    SmallVector<Value> results;
-    for (Value y : body->getTerminator()->getOperands())
-      results.push_back(vectorOf(map.lookupOrDefault(y)));
-    return results;
-  }
-
   Combine combine;
 
 public:
   /// The value a fill just before the op wrote to the whole output: the
   /// accumulators start from it and the output is not read.
   Value initValue;
-  std::optional<DepthwiseEpilogue> epilogue;
+  std::optional<mcc::ConvEpilogue> epilogue;
 
 private:
   Value x, w, out, inWidth, inHeight;
@@ -661,7 +536,7 @@ struct VectorizeDepthwiseConvPass
       if (fill)
         emitter.initValue = fill.value();
       if (c.combine == Combine::Fma)
-        emitter.epilogue = matchDepthwiseEpilogue(op, x, fill);
+        emitter.epilogue = mcc::matchConvEpilogue(op, x, fill, 2);
       emitter.emit();
       op->erase();
       if (emitter.initValue)

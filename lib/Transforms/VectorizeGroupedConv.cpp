@@ -153,6 +153,9 @@ public:
   /// The value a fill just before the op wrote to the whole output: the
   /// accumulators start from it and the output is not read.
   Value initValue;
+  /// The bias and activation after the convolution, applied before each
+  /// store (mcc::matchConvEpilogue).
+  std::optional<mcc::ConvEpilogue> epilogue;
 
 private:
   struct Site {
@@ -293,14 +296,31 @@ private:
       });
     }
     for (int64_t i = 0; i < count; ++i)
-      for (int64_t v = 0; v < nv; ++v) {
-        Value sum = result[i * nv + v];
-        if (valid)
-          vector::MaskedStoreOp::create(b, loc, out, outAt(i, v),
-                                        mask(vecType, valid), sum);
-        else
-          vector::StoreOp::create(b, loc, sum, out, outAt(i, v));
-      }
+      for (int64_t v = 0; v < nv; ++v)
+        storeOutput(result[i * nv + v], outAt(i, v), valid);
+  }
+
+  /// Stores an output vector at `at` (n, g, f, oh, ow) through the
+  /// epilogue (and to the convolution's output when something else reads
+  /// it); `valid` masks a partial vector.
+  void storeOutput(Value sum, SmallVector<Value, 5> at, Value valid) {
+    Value lanesMask = valid ? mask(vecType, valid) : Value();
+    auto store = [&](Value value, Value mem) {
+      if (lanesMask)
+        vector::MaskedStoreOp::create(b, loc, mem, at, lanesMask, value);
+      else
+        vector::StoreOp::create(b, loc, value, mem, at);
+    };
+    if (epilogue) {
+      for (auto [result, init] :
+           llvm::zip(mcc::applyConvEpilogue(b, loc, *epilogue, sum, at,
+                                            lanesMask),
+                     epilogue->op.getDpsInits()))
+        store(result, init);
+      if (!epilogue->storeOut)
+        return;
+    }
+    store(sum, out);
   }
 
   Value x, w, out, C, inHeight, inWidth;
@@ -379,10 +399,13 @@ struct VectorizeGroupedConvPass
         emitter.readInPlace(rowOffset, *colOffset);
       if (fill)
         emitter.initValue = fill.value();
+      emitter.epilogue = mcc::matchConvEpilogue(op, x, fill, 3);
       emitter.emit();
       op->erase();
       if (emitter.initValue)
         fill->erase();
+      if (emitter.epilogue)
+        emitter.epilogue->op->erase();
     }
     for (mcc::PaddedInput &p : padded)
       if (p.alloc)

@@ -279,6 +279,33 @@ func.func @depthwise_epilogue(%x: tensor<1x32x30x30xf32>, %w: tensor<32x3x3xf32>
   return %g : tensor<1x32x28x28xf32>
 }
 
+// A grouped convolution (a 3-channel stem as one group) and its activation:
+// the generic is tiled over output rows as the convolution would be, with
+// the convolution and its fill fused into each tile.
+// CHECK-LABEL: func.func @grouped_epilogue
+// CHECK: scf.forall
+// CHECK:   linalg.fill
+// CHECK:   %[[C:.*]] = linalg.conv_2d_ngchw_gfchw {{.*}} -> tensor<1x1x16x2x16xf32>
+// CHECK:   linalg.generic {{.*}} ins(%[[C]] : tensor<1x1x16x2x16xf32>)
+// CHECK:   scf.forall.in_parallel
+// CHECK-NOT: linalg.conv_2d_ngchw_gfchw
+func.func @grouped_epilogue(%x: tensor<1x1x3x18x18xf32>, %w: tensor<1x16x3x3x3xf32>) -> tensor<1x1x16x16x16xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x1x16x16x16xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x1x16x16x16xf32>) -> tensor<1x1x16x16x16xf32>
+  %c = linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %w : tensor<1x1x3x18x18xf32>, tensor<1x16x3x3x3xf32>) outs(%f : tensor<1x1x16x16x16xf32>) -> tensor<1x1x16x16x16xf32>
+  %o = tensor.empty() : tensor<1x1x16x16x16xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(n, g, f, h, w) -> (n, g, f, h, w)>, affine_map<(n, g, f, h, w) -> (n, g, f, h, w)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%c : tensor<1x1x16x16x16xf32>) outs(%o : tensor<1x1x16x16x16xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %0 = arith.maximumf %v, %z : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x1x16x16x16xf32>
+  return %g : tensor<1x1x16x16x16xf32>
+}
+
 // Taller products: m in 128-row tiles with n whole when that makes enough
 // tiles (each m tile packs B again); 64-row tiles when it does not or when
 // the product is narrow (49 columns).

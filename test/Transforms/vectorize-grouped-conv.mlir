@@ -136,3 +136,54 @@ func.func @pad_too_wide(%x: memref<1x1x4x8x10xf32>, %w: memref<1x4x4x3x3xf32>, %
   memref.dealloc %p : memref<1x1x4x10x34xf32>
   return
 }
+
+// The generic after the convolution (a bias per output channel, a ReLU)
+// runs on each output vector before its store; the convolution's own
+// output, read by nothing else, is not stored.
+// CHECK-LABEL: func.func @epilogue
+// CHECK-NOT: linalg.generic
+// CHECK: vector.fma
+// CHECK: %[[B:.*]] = memref.load %arg3[%{{.*}}, %{{.*}}] : memref<2x8xf32>
+// CHECK: %[[BV:.*]] = vector.broadcast %[[B]] : f32 to vector<8xf32>
+// CHECK: %[[S:.*]] = arith.addf %{{.*}}, %[[BV]] : vector<8xf32>
+// CHECK: arith.maximumf %[[S]], {{.*}} : vector<8xf32>
+// CHECK: vector.store {{.*}}, %arg4
+// CHECK-NOT: vector.store {{.*}}, %alloc
+// CHECK-NOT: linalg.generic
+func.func @epilogue(%x: memref<1x2x8x22x22xf32>, %w: memref<2x8x8x3x3xf32>, %zero: f32, %bias: memref<2x8xf32>, %y: memref<1x2x8x20x16xf32>) {
+  %c = arith.constant 0.0 : f32
+  %o = memref.alloc() : memref<1x2x8x20x16xf32>
+  linalg.fill ins(%zero : f32) outs(%o : memref<1x2x8x20x16xf32>)
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %w : memref<1x2x8x22x22xf32>, memref<2x8x8x3x3xf32>) outs(%o : memref<1x2x8x20x16xf32>)
+  linalg.generic {indexing_maps = [affine_map<(n, g, f, h, w) -> (n, g, f, h, w)>, affine_map<(n, g, f, h, w) -> (g, f)>, affine_map<(n, g, f, h, w) -> (n, g, f, h, w)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%o, %bias : memref<1x2x8x20x16xf32>, memref<2x8xf32>) outs(%y : memref<1x2x8x20x16xf32>) {
+  ^bb0(%v: f32, %bv: f32, %out: f32):
+    %0 = arith.addf %v, %bv : f32
+    %1 = arith.maximumf %0, %c : f32
+    linalg.yield %1 : f32
+  }
+  memref.dealloc %o : memref<1x2x8x20x16xf32>
+  return
+}
+
+// A generic that reads the output at another index is not an epilogue:
+// the convolution stores its output and the generic stays.
+// CHECK-LABEL: func.func @not_an_epilogue
+// CHECK: vector.store {{.*}}, %alloc
+// CHECK: linalg.generic
+func.func @not_an_epilogue(%x: memref<1x2x8x22x22xf32>, %w: memref<2x8x8x3x3xf32>, %zero: f32, %y: memref<1x2x8x16x20xf32>) {
+  %o = memref.alloc() : memref<1x2x8x20x16xf32>
+  linalg.fill ins(%zero : f32) outs(%o : memref<1x2x8x20x16xf32>)
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+    ins(%x, %w : memref<1x2x8x22x22xf32>, memref<2x8x8x3x3xf32>) outs(%o : memref<1x2x8x20x16xf32>)
+  linalg.generic {indexing_maps = [affine_map<(n, g, f, h, w) -> (n, g, f, w, h)>, affine_map<(n, g, f, h, w) -> (n, g, f, h, w)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]}
+      ins(%o : memref<1x2x8x20x16xf32>) outs(%y : memref<1x2x8x16x20xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    linalg.yield %v : f32
+  }
+  memref.dealloc %o : memref<1x2x8x20x16xf32>
+  return
+}

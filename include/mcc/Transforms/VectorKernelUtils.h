@@ -76,6 +76,38 @@ applyProductEpilogue(mlir::OpBuilder &b, mlir::Location loc,
                      const ProductEpilogue &epilogue, mlir::Value value,
                      mlir::Value row, mlir::Value col, mlir::Value mask);
 
+/// The elementwise generic after a depthwise or grouped convolution in the
+/// same tile (its bias and activation: mcc-tile-for-cpu fuses the
+/// convolution into the generic's tiles). The convolution kernels apply it
+/// to each output vector before the store, and store the convolution's own
+/// output only when something else reads it.
+struct ConvEpilogue {
+  mlir::linalg::GenericOp op;
+  /// The generic's input that is the convolution's output.
+  unsigned outInput;
+  bool storeOut;
+};
+
+/// The epilogue of `conv` (writing its init, reading the buffer `input`,
+/// after the `fill` of its output if there is one), if the op after it is
+/// one over the output's dims. Inputs other than the output are read at the
+/// output's index or once per value of the leading `channelDims` dims (a
+/// bias, a squeeze-excite scale: (n, c) of a depthwise convolution, (n, g,
+/// f) of a grouped one). Between the two there may only be views, which
+/// move before the convolution (and its fill).
+std::optional<ConvEpilogue> matchConvEpilogue(mlir::linalg::LinalgOp conv,
+                                              mlir::Value input,
+                                              mlir::Operation *fill,
+                                              unsigned channelDims);
+
+/// The epilogue's results for the output vector at `at` (the output's
+/// indices, the last one a vector's first column) whose value is `acc`;
+/// `valid` (null: all) masks a partial vector's loads.
+llvm::SmallVector<mlir::Value>
+applyConvEpilogue(mlir::OpBuilder &b, mlir::Location loc,
+                  const ConvEpilogue &epilogue, mlir::Value acc,
+                  mlir::ValueRange at, mlir::Value valid);
+
 /// Starts a 1-D scf.forall over [0, count) (a parallel loop once the
 /// pipeline lowers it) at `b`'s insertion point and leaves `b` inside its
 /// body, before the terminator; returns the induction variable.
