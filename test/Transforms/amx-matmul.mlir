@@ -43,19 +43,21 @@ func.func @whole_tiles(%a: memref<64x96xf32>, %b: memref<96x48xf32>,
 
 // Ragged shapes: M = 250 rounds up to 256 rows, N = 200 to 208 columns, K = 310
 // is one whole K block of 256 and a last block of 54 (two tile steps, the
-// second partly padding). A's padding rows are zeroed once; B's pack is
-// zeroed before the last block, whose pairs of K do not fill it; C is
-// computed in a padded copy and copied back.
+// second partly padding). A's 6 padding rows are zeroed once; before the
+// last block, whose 27 pairs of K do not fill B's pack, the 5 pairs after
+// them are zeroed; C is computed in a padded copy and copied back.
 // CHECK-LABEL: func.func @ragged
 // CHECK-DAG: %[[AP:.*]] = memref.alloc() : memref<2x256x256xbf16>
 // CHECK-DAG: %[[BP:.*]] = memref.alloc() : memref<2x128x416xbf16>
-// CHECK: linalg.fill ins(%{{.*}} : bf16) outs(%[[AP]]
+// CHECK: %[[APAD:.*]] = memref.subview %[[AP]][0, 250, 0] [2, 6, 256] [1, 1, 1]
+// CHECK: linalg.fill ins(%{{.*}} : bf16) outs(%[[APAD]]
 // CHECK: %[[PAD:.*]] = memref.alloc() : memref<256x208xf32>
 // CHECK: linalg.fill ins(%{{.*}} : f32) outs(%[[PAD]]
 // CHECK: %[[IN:.*]] = memref.subview %[[PAD]][0, 0] [250, 200] [1, 1]
 // CHECK: linalg.copy ins(%arg2 {{.*}} outs(%[[IN]]
 // CHECK-COUNT-48: amx.tile_mulf
-// CHECK: linalg.fill ins(%{{.*}} : bf16) outs(%[[BP]]
+// CHECK: %[[BPAD:.*]] = memref.subview %[[BP]][0, 27, 0] [2, 5, 416] [1, 1, 1]
+// CHECK: linalg.fill ins(%{{.*}} : bf16) outs(%[[BPAD]]
 // CHECK-COUNT-12: amx.tile_mulf
 // CHECK-NOT: amx.tile_mulf
 // CHECK: %[[OUT:.*]] = memref.subview %[[PAD]][0, 0] [250, 200] [1, 1]
