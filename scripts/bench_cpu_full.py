@@ -7,8 +7,11 @@ reference.npz from PyTorch). For each row: compile with
 `mcc compile --target cpu` (timed), check mcc's outputs against PyTorch's,
 then time mcc, ONNX Runtime (CPU EP, ORT_ENABLE_ALL, sequential) and
 OpenVINO (CPU plugin, LATENCY hint) at each thread count on the same inputs:
-warm-up, then the median of --runs calls timed from Python. Ratio = mcc /
-best peer (below 1: mcc is faster).
+warm-up, then the median of --runs calls timed from Python, each runtime
+at each thread count in a process of its own (in one process, a peer's
+thread pool left from its previous run slowed the next runtime measured:
+mcc's two-thread mobilenetv3 took 4.8-5.0 ms in two of four runs, 2.8 ms
+alone). Ratio = mcc / best peer (below 1: mcc is faster).
 
     for a in bert-base:1 gpt2:1 resnet50:1 mobilenetv3_large_100:1 resnext101_32x8d:1; do
       python3 scripts/export_full.py --arch ${a%:*} --batch ${a#*:} --out /tmp/full/${a%:*}-b${a#*:}
@@ -16,7 +19,6 @@ best peer (below 1: mcc is faster).
     python3 scripts/bench_cpu_full.py --full /tmp/full --threads 1,2 --runs 20
 """
 import argparse
-import gc
 import os
 import subprocess
 import sys
@@ -36,13 +38,46 @@ ROWS = ["bert-base-b1", "gpt2-b1", "resnet50-b1", "mobilenetv3_large_100-b1",
         "resnext101_32x8d-b1"]
 
 
-def settle():
-    """Frees a finished runtime and lets its worker threads go idle: on two
-    cores, ONNX Runtime's or OpenVINO's pool still spinning after its last
-    call slowed the next runtime measured (mcc's two-thread resnet50 took
-    58 ms right after OpenVINO's one-thread run, 51 ms alone)."""
-    gc.collect()
-    time.sleep(1.0)
+def measure(args):
+    """One runtime at one thread count (this script run with --measure):
+    prints `MS <median>` and, for mcc, `ERR <max rel. error vs PyTorch>`."""
+    folder = os.path.dirname(args.onnx)
+    feeds = dict(np.load(os.path.join(folder, "inputs.npz")))
+    t = int(args.threads)
+    if args.measure == "mcc":
+        model = mcc.load(args.so, runtime=args.runtime_lib)
+        ref = dict(np.load(os.path.join(folder, "reference.npz")))
+        cast = {i.name: np.ascontiguousarray(feeds[i.name], dtype=i.dtype) for i in model.inputs}
+        call, outs = model.prepare(cast, {k: v.shape for k, v in ref.items()})
+        call()
+        print(f"ERR {max(rel_err(outs[k], ref[k]) for k in ref)!r}")
+        mcc.set_num_threads(t, runtime=model.runtime)
+    else:
+        import onnxruntime as ort
+        ort_feeds = {i.name: feeds[i.name].astype(np.int64 if "int64" in i.type else np.float32)
+                     for i in ort_session(ort, args.onnx, 1).get_inputs()}
+        if args.measure == "ort":
+            sess = ort_session(ort, args.onnx, t)
+            call = lambda: sess.run(None, ort_feeds)  # noqa: E731
+        else:
+            call = openvino_call(args.onnx, t, ort_feeds)
+    print(f"MS {time_calls(call, args.warmup, args.runs)!r}", flush=True)
+
+
+def run_measure(args, runtime, onnx_path, so, t):
+    """Runs measure() in a fresh process; returns (ms, err or None), or
+    None when that runtime failed."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--measure", runtime,
+           "--onnx", onnx_path, "--so", so or "", "--threads", str(t),
+           "--runs", str(args.runs), "--warmup", str(args.warmup),
+           "--runtime-lib", args.runtime_lib, "--full", ""]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    vals = dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line)
+    if r.returncode or "MS" not in vals:
+        print(f"  {runtime} at {t} threads failed: {(r.stderr or r.stdout).strip()[-300:]}",
+              file=sys.stderr)
+        return None
+    return float(vals["MS"]), float(vals["ERR"]) if "ERR" in vals else None
 
 
 def openvino_call(path, threads, feeds):
@@ -78,12 +113,16 @@ def main():
     ap.add_argument("--precision", default="fp32",
                     help="mcc compile --precision (fp32, or bf16x3 on AMX CPUs); "
                          "the peers run fp32")
+    ap.add_argument("--measure", choices=["mcc", "ort", "ov"], help=argparse.SUPPRESS)
+    ap.add_argument("--onnx", help=argparse.SUPPRESS)
+    ap.add_argument("--so", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.runs = max(args.runs, 20)
+    if args.measure:
+        return measure(args)
     threads = [int(t) for t in args.threads.split(",")]
     work = args.workdir or tempfile.mkdtemp(prefix="mcc-full-")
     os.makedirs(work, exist_ok=True)
-    import onnxruntime as ort
     try:
         import openvino  # noqa: F401
         have_ov = True
@@ -98,8 +137,6 @@ def main():
         if not os.path.exists(onnx_path):
             print(f"[{row}] no {onnx_path}, skipped", flush=True)
             continue
-        feeds = dict(np.load(os.path.join(folder, "inputs.npz")))
-        ref = dict(np.load(os.path.join(folder, "reference.npz")))
         so = os.path.join(work, row + ".so")
         t0 = time.time()
         r = subprocess.run([args.mcc, "compile", onnx_path, "-o", so, "--target", "cpu",
@@ -109,37 +146,32 @@ def main():
         if r.returncode:
             print(f"[{row}] compile failed: {r.stderr.strip()[-400:]}", flush=True)
             continue
-        model = mcc.load(so, runtime=args.runtime_lib)
-        cast = {i.name: np.ascontiguousarray(feeds[i.name], dtype=i.dtype) for i in model.inputs}
-        call, outs = model.prepare(cast, {k: v.shape for k, v in ref.items()})
-        call()
-        err = max(rel_err(outs[k], ref[k]) for k in ref)
-        print(f"[{row}] compiled in {csec:.1f} s, rel.err vs PyTorch {err:.1e}", flush=True)
-        ort_feeds = {i.name: feeds[i.name].astype(np.int64 if "int64" in i.type else np.float32)
-                     for i in ort_session(ort, onnx_path, 1).get_inputs()}
+        err = None
         for t in threads:
-            mcc.set_num_threads(t, runtime=model.runtime)
-            m = time_calls(call, args.warmup, args.runs)
-            time.sleep(0.5)  # let libomp's spinning workers sleep
-            sess = ort_session(ort, onnx_path, t)
-            o = time_calls(lambda: sess.run(None, ort_feeds), args.warmup, args.runs)
-            del sess
-            settle()
+            got = run_measure(args, "mcc", onnx_path, so, t)
+            if got is None:
+                break
+            m, e = got
+            if err is None:
+                err = e
+                print(f"[{row}] compiled in {csec:.1f} s, rel.err vs PyTorch {err:.1e}", flush=True)
+            got = run_measure(args, "ort", onnx_path, None, t)
+            o = got[0] if got else None
             v = None
             if have_ov:
-                fn = openvino_call(onnx_path, t, ort_feeds)
-                v = time_calls(fn, args.warmup, args.runs)
-                del fn
-                settle()
+                got = run_measure(args, "ov", onnx_path, None, t)
+                v = got[0] if got else None
+            if o is None and v is None:
+                continue
             best = min(x for x in (o, v) if x is not None)
             table.append((row, t, csec, err, m, o, v, m / best))
-            print(f"[{row}] threads={t} mcc {m:.1f} ms, ORT {o:.1f} ms, OpenVINO "
+            print(f"[{row}] threads={t} mcc {m:.1f} ms, ORT {'-' if o is None else f'{o:.1f}'} ms, OpenVINO "
                   f"{'-' if v is None else f'{v:.1f}'} ms, mcc/best {m / best:.2f}", flush=True)
 
     lines = ["| model | threads | compile s | rel.err | mcc ms | ORT ms | OpenVINO ms | mcc / best peer |",
              "|---|--:|--:|--:|--:|--:|--:|--:|"]
     for row, t, csec, err, m, o, v, ratio in table:
-        lines.append(f"| {row} | {t} | {csec:.1f} | {err:.1e} | {m:.1f} | {o:.1f} | "
+        lines.append(f"| {row} | {t} | {csec:.1f} | {err:.1e} | {m:.1f} | {'-' if o is None else f'{o:.1f}'} | "
                      f"{'-' if v is None else f'{v:.1f}'} | {ratio:.2f} |")
     print("\n" + "\n".join(lines))
     if args.markdown:
