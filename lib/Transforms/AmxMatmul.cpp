@@ -559,9 +559,9 @@ struct Emitter : mcc::VectorKernelBuilder {
     if (aPack && mp != m)
       linalg::FillOp::create(
           b, loc, zero,
-          memref::SubViewOp::create(
-              b, loc, aPack, ArrayRef<int64_t>{0, m, 0},
-              ArrayRef<int64_t>{2, mp - m, kBlock}, ArrayRef<int64_t>{1, 1, 1})
+          memref::SubViewOp::create(b, loc, aPack, ArrayRef<int64_t>{0, m, 0},
+                                    ArrayRef<int64_t>{2, mp - m, kBlock},
+                                    ArrayRef<int64_t>{1, 1, 1})
               .getResult());
     Value target = c;
     bool padded = mp != m || np != n;
@@ -584,8 +584,7 @@ struct Emitter : mcc::VectorKernelBuilder {
       if (!weightTiles) {
         // (packB writes ceil(rows / 2) pairs, an odd last row paired with
         // zeros.)
-        if (int64_t written = (rows + 1) / 2,
-            pairs = roundUp(rows, kTileK) / 2;
+        if (int64_t written = (rows + 1) / 2, pairs = roundUp(rows, kTileK) / 2;
             written < pairs)
           linalg::FillOp::create(
               b, loc, zero,

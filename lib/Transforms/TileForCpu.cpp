@@ -123,8 +123,8 @@ bool isWeight(Value v) {
 /// only where it costs less than they do, an AVX-512 multiply-add counted
 /// as two padded tile ones (per multiply-add, a 160 x 672 x 49 product ran
 /// 3.3 times faster on the tiles, 80 x 184 x 196 1.7 times).
-void chooseAmxTiles(ArrayRef<int64_t> ranges, int64_t batchTiles,
-                    bool weightA, int64_t &mTile, int64_t &nTile) {
+void chooseAmxTiles(ArrayRef<int64_t> ranges, int64_t batchTiles, bool weightA,
+                    int64_t &mTile, int64_t &nTile) {
   size_t batch = ranges.size() - 3;
   int64_t M = ranges[batch], N = ranges[batch + 1], K = ranges[batch + 2];
   if (ShapedType::isDynamic(K))
@@ -418,7 +418,7 @@ linalg::GenericOp epilogueOf(linalg::LinalgOp op) {
   auto generic = dyn_cast<linalg::GenericOp>(use.getOwner());
   if (!generic || generic->getBlock() != op->getBlock() ||
       !generic.hasPureTensorSemantics() ||
-      generic.getNumLoops() != (grouped ? 5 : depthwise ? 4 : 2) ||
+      generic.getNumLoops() != (grouped ? 5u : (depthwise ? 4u : 2u)) ||
       generic.getNumReductionLoops() != 0 || generic.hasIndexSemantics() ||
       !generic.isDpsInput(&use) ||
       !generic.getMatchingIndexingMap(&use).isIdentity())
@@ -468,10 +468,10 @@ struct TileForCpuPass : mcc::impl::TileForCpuBase<TileForCpuPass> {
       } else if (product && isa<linalg::Conv2DNgchwGfchwOp>(product)) {
         // The convolution's (n, g, f, oh, ow) tiles as the generic's.
         sizes = getAsIndexOpFoldResult(
-            &getContext(), ArrayRef(chooseGroupedConvTileSizes(
-                                        cast<linalg::LinalgOp>(product),
-                                        targetTiles))
-                               .take_front(5));
+            &getContext(),
+            ArrayRef(chooseGroupedConvTileSizes(cast<linalg::LinalgOp>(product),
+                                                targetTiles))
+                .take_front(5));
       } else if (product)
         sizes = getAsIndexOpFoldResult(
             &getContext(),

@@ -403,13 +403,13 @@ SmallVector<Value> applyConvEpilogue(OpBuilder &b, Location loc,
     if (in->getOperandNumber() == epilogue.outInput) {
       v = acc;
     } else if (indexing.isIdentity()) {
-      v = valid ? vector::MaskedLoadOp::create(
-                      b, loc, vecType, mem, at, valid,
-                      arith::ConstantOp::create(
-                          b, loc, vecType,
-                          DenseElementsAttr::get(vecType, 0.0f)))
-                      .getResult()
-                : vector::LoadOp::create(b, loc, vecType, mem, at).getResult();
+      v = valid
+              ? vector::MaskedLoadOp::create(
+                    b, loc, vecType, mem, at, valid,
+                    arith::ConstantOp::create(
+                        b, loc, vecType, DenseElementsAttr::get(vecType, 0.0f)))
+                    .getResult()
+              : vector::LoadOp::create(b, loc, vecType, mem, at).getResult();
     } else {
       SmallVector<Value, 5> indices;
       for (AffineExpr e : indexing.getResults())

@@ -324,9 +324,10 @@ private:
         vector::StoreOp::create(b, loc, value, mem, at);
     };
     if (epilogue) {
-      for (auto [result, init] :
-           llvm::zip(mcc::applyConvEpilogue(b, loc, *epilogue, acc, at,
-                                     valid ? mask(vecType, valid) : Value()), epilogue->op.getDpsInits()))
+      for (auto [result, init] : llvm::zip(
+               mcc::applyConvEpilogue(b, loc, *epilogue, acc, at,
+                                      valid ? mask(vecType, valid) : Value()),
+               epilogue->op.getDpsInits()))
         store(result, init);
       if (!epilogue->storeOut)
         return;

@@ -312,10 +312,9 @@ private:
         vector::StoreOp::create(b, loc, value, mem, at);
     };
     if (epilogue) {
-      for (auto [result, init] :
-           llvm::zip(mcc::applyConvEpilogue(b, loc, *epilogue, sum, at,
-                                            lanesMask),
-                     epilogue->op.getDpsInits()))
+      for (auto [result, init] : llvm::zip(
+               mcc::applyConvEpilogue(b, loc, *epilogue, sum, at, lanesMask),
+               epilogue->op.getDpsInits()))
         store(result, init);
       if (!epilogue->storeOut)
         return;
