@@ -239,6 +239,44 @@ EpilogueRead readOf(AffineMap map) {
              : EpilogueRead::Column;
 }
 
+/// What the product and convolution epilogue matchers share once they have
+/// found `generic` after `kernel` (which writes `out` while reading the
+/// buffers `readRoots`), with only `views` between them: none of the views
+/// may use a value defined after the kernel; each of the generic's outputs
+/// is written at its index without being read, unit-stride, and is `out`
+/// itself or a buffer the kernel neither reads nor writes. On success the
+/// views move before the kernel (or its `fill`); returns whether the
+/// kernel must still store `out` (something else reads it).
+static std::optional<bool> claimEpilogue(Operation *kernel, Operation *fill,
+                                         linalg::GenericOp generic,
+                                         ArrayRef<Operation *> views, Value out,
+                                         ArrayRef<Value> readRoots) {
+  for (Operation *view : views)
+    for (Value v : view->getOperands())
+      if (Operation *def = v.getDefiningOp();
+          def && def->getBlock() == kernel->getBlock() &&
+          kernel->isBeforeInBlock(def))
+        return std::nullopt;
+  Value outRoot = rootBuffer(out);
+  bool writesOut = false;
+  for (OpOperand &init : generic.getDpsInitsMutable()) {
+    Value root = rootBuffer(init.get());
+    if (!generic.getMatchingIndexingMap(&init).isIdentity() ||
+        generic.payloadUsesValueFromOperand(&init) ||
+        !hasUnitInnerStride(init.get()) ||
+        llvm::is_contained(readRoots, root) ||
+        (root == outRoot && init.get() != out))
+      return std::nullopt;
+    writesOut |= init.get() == out;
+  }
+  for (Operation *view : views)
+    view->moveBefore(fill ? fill : kernel);
+  SmallVector<Operation *> ops = {kernel, generic};
+  if (fill)
+    ops.push_back(fill);
+  return !writesOut && readElsewhere(out, ops);
+}
+
 std::optional<ProductEpilogue> matchProductEpilogue(linalg::MatmulOp op,
                                                     Value c, Operation *fill) {
   SmallVector<Operation *> views;
@@ -258,11 +296,6 @@ std::optional<ProductEpilogue> matchProductEpilogue(linalg::MatmulOp op,
       generic.getNumLoops() != 2 || generic.getNumReductionLoops() != 0 ||
       generic.hasIndexSemantics() || !vectorizableBody(generic))
     return std::nullopt;
-  for (Operation *view : views)
-    for (Value v : view->getOperands())
-      if (Operation *def = v.getDefiningOp();
-          def && def->getBlock() == op->getBlock() && op->isBeforeInBlock(def))
-        return std::nullopt;
   std::optional<unsigned> cInput;
   for (OpOperand *in : generic.getDpsInputOperands()) {
     AffineMap map = generic.getMatchingIndexingMap(in);
@@ -289,26 +322,13 @@ std::optional<ProductEpilogue> matchProductEpilogue(linalg::MatmulOp op,
   if (!cInput)
     return std::nullopt;
   // The epilogue writes its outputs while the product still reads A and B
-  // (and C, for the K blocks of later column blocks): an output is C
-  // itself or a buffer of its own.
-  Value aRoot = rootBuffer(op.getDpsInputs()[0]),
-        bRoot = rootBuffer(op.getDpsInputs()[1]), cRoot = rootBuffer(c);
-  bool writesC = false;
-  for (OpOperand &out : generic.getDpsInitsMutable()) {
-    Value root = rootBuffer(out.get());
-    if (!generic.getMatchingIndexingMap(&out).isIdentity() ||
-        generic.payloadUsesValueFromOperand(&out) ||
-        !hasUnitInnerStride(out.get()) || root == aRoot || root == bRoot ||
-        (root == cRoot && out.get() != c))
-      return std::nullopt;
-    writesC |= out.get() == c;
-  }
-  for (Operation *view : views)
-    view->moveBefore(fill ? fill : op.getOperation());
-  SmallVector<Operation *> ops = {op, generic};
-  if (fill)
-    ops.push_back(fill);
-  return ProductEpilogue{generic, *cInput, !writesC && readElsewhere(c, ops)};
+  // (and C, for the K blocks of later column blocks).
+  std::optional<bool> storeC = claimEpilogue(
+      op, fill, generic, views, c,
+      {rootBuffer(op.getDpsInputs()[0]), rootBuffer(op.getDpsInputs()[1])});
+  if (!storeC)
+    return std::nullopt;
+  return ProductEpilogue{generic, *cInput, *storeC};
 }
 
 std::optional<ConvEpilogue> matchConvEpilogue(linalg::LinalgOp conv,
@@ -329,12 +349,6 @@ std::optional<ConvEpilogue> matchConvEpilogue(linalg::LinalgOp conv,
       generic.getNumReductionLoops() != 0 || generic.hasIndexSemantics() ||
       !vectorizableBody(generic))
     return std::nullopt;
-  for (Operation *view : views)
-    for (Value v : view->getOperands())
-      if (Operation *def = v.getDefiningOp();
-          def && def->getBlock() == conv->getBlock() &&
-          conv->isBeforeInBlock(def))
-        return std::nullopt;
   Value inRoot = rootBuffer(input), wRoot = rootBuffer(conv.getDpsInputs()[1]),
         outRoot = rootBuffer(out);
   std::optional<unsigned> outInput;
@@ -363,25 +377,12 @@ std::optional<ConvEpilogue> matchConvEpilogue(linalg::LinalgOp conv,
   }
   if (!outInput)
     return std::nullopt;
-  // The generic writes while the convolution still reads its input: an
-  // output is the convolution's output itself or a buffer of its own.
-  bool writesOut = false;
-  for (OpOperand &init : generic.getDpsInitsMutable()) {
-    Value root = rootBuffer(init.get());
-    if (!generic.getMatchingIndexingMap(&init).isIdentity() ||
-        generic.payloadUsesValueFromOperand(&init) ||
-        !hasUnitInnerStride(init.get()) || root == inRoot || root == wRoot ||
-        (root == outRoot && init.get() != out))
-      return std::nullopt;
-    writesOut |= init.get() == out;
-  }
-  for (Operation *view : views)
-    view->moveBefore(fill ? fill : conv.getOperation());
-  SmallVector<Operation *> ops = {conv, generic};
-  if (fill)
-    ops.push_back(fill);
-  return ConvEpilogue{generic, *outInput,
-                      !writesOut && readElsewhere(out, ops)};
+  // The generic writes while the convolution still reads its input.
+  std::optional<bool> storeOut =
+      claimEpilogue(conv, fill, generic, views, out, {inRoot, wRoot});
+  if (!storeOut)
+    return std::nullopt;
+  return ConvEpilogue{generic, *outInput, *storeOut};
 }
 
 SmallVector<Value> applyConvEpilogue(OpBuilder &b, Location loc,
