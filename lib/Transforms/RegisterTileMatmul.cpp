@@ -1337,7 +1337,7 @@ struct RegisterTileMatmulPass
         emitter.prefetchPacked = !sharedB;
         emitter.epilogue = epilogue;
         emitter.fusedPack = fused && pack;
-        emitter.prefetchA = hasUnitInnerStride(a);
+        emitter.prefetchA = prefetchRowsOfA && hasUnitInnerStride(a);
         emitter.emit();
       } else {
         Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -1350,7 +1350,7 @@ struct RegisterTileMatmulPass
                              emitter.initValue = init;
                              emitter.dotPack = dotPack;
                              emitter.fusedPack = fused && pack;
-                             emitter.prefetchA = hasUnitInnerStride(a);
+                             emitter.prefetchA = prefetchRowsOfA && hasUnitInnerStride(a);
                              emitter.emit();
                              scf::YieldOp::create(nb, l);
                            });

@@ -1,4 +1,14 @@
 // RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-register-tile-matmul{k-block=64}))' --verify-each | FileCheck %s
+// RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-register-tile-matmul{k-block=64 rows=6 lanes=8 prefetch-a=false}))' --verify-each | FileCheck %s --check-prefix=NOFETCH
+
+// With prefetch-a=false (the AVX2 pipeline's: on Zen 3 the fetch's index
+// arithmetic cost more than it saved) no product fetches A's rows.
+// NOFETCH-LABEL: func.func @conv_like
+// NOFETCH-NOT: memref.prefetch %arg0
+// NOFETCH: vector.fma
+// NOFETCH-LABEL: func.func @batched
+// NOFETCH-NOT: memref.prefetch %arg0
+// NOFETCH: return
 
 // A product whose A has unit stride along K (a convolution's weights)
 // fetches, in each row block, the rows of A that the next row block reads

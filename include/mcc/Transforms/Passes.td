@@ -358,6 +358,10 @@ def RegisterTileMatmul
            "Pack a B that several tiles of a tile loop read (a tall "
            "product's activation) once, before the loop, into a heap "
            "buffer of [N / nr][K][nr] panels that those tiles read">,
+    Option<"prefetchRowsOfA", "prefetch-a", "bool", "true",
+           "While a row block's K loop runs, fetch the rows of A that the "
+           "next row block reads into L2 (a convolution's weight streams "
+           "from memory in rows kilobytes apart)">,
   ];
   let dependentDialects = ["mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
                            "mlir::arith::ArithDialect", "mlir::memref::MemRefDialect"];
