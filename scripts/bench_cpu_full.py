@@ -11,7 +11,11 @@ warm-up, then the median of --runs calls timed from Python, each runtime
 at each thread count in a process of its own (in one process, a peer's
 thread pool left from its previous run slowed the next runtime measured:
 mcc's two-thread mobilenetv3 took 4.8-5.0 ms in two of four runs, 2.8 ms
-alone). Ratio = mcc / best peer (below 1: mcc is faster).
+alone). Each thread count runs --rounds rounds of the three runtimes in
+turn and pools each runtime's runs, so that the drift of a shared host's
+speed falls on all three alike. Ratio = mcc / best peer (below 1: mcc is
+faster), of the pooled medians; "per round" gives the range of the
+rounds' own ratios.
 
     for a in bert-base:1 gpt2:1 resnet50:1 mobilenetv3_large_100:1 resnext101_32x8d:1; do
       python3 scripts/export_full.py --arch ${a%:*} --batch ${a#*:} --out /tmp/full/${a%:*}-b${a#*:}
@@ -20,6 +24,7 @@ alone). Ratio = mcc / best peer (below 1: mcc is faster).
 """
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,7 +37,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import mcc  # noqa: E402
-from bench_cpu import ort_session, rel_err, time_calls  # noqa: E402
+from bench_cpu import ort_session, rel_err  # noqa: E402
 
 ROWS = ["bert-base-b1", "gpt2-b1", "resnet50-b1", "mobilenetv3_large_100-b1",
         "resnext101_32x8d-b1"]
@@ -61,12 +66,20 @@ def measure(args):
             call = lambda: sess.run(None, ort_feeds)  # noqa: E731
         else:
             call = openvino_call(args.onnx, t, ort_feeds)
-    print(f"MS {time_calls(call, args.warmup, args.runs)!r}", flush=True)
+    for _ in range(args.warmup):
+        call()
+    times = []
+    for _ in range(args.runs):
+        t0 = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - t0) * 1e3)
+    print(f"MS {statistics.median(times)!r}", flush=True)
+    print("TIMES " + ",".join(f"{x:.4f}" for x in times), flush=True)
 
 
 def run_measure(args, runtime, onnx_path, so, t):
-    """Runs measure() in a fresh process; returns (ms, err or None), or
-    None when that runtime failed."""
+    """Runs measure() in a fresh process; returns (times in ms, err or
+    None), or None when that runtime failed."""
     cmd = [sys.executable, os.path.abspath(__file__), "--measure", runtime,
            "--onnx", onnx_path, "--so", so or "", "--threads", str(t),
            "--runs", str(args.runs), "--warmup", str(args.warmup),
@@ -77,7 +90,8 @@ def run_measure(args, runtime, onnx_path, so, t):
         print(f"  {runtime} at {t} threads failed: {(r.stderr or r.stdout).strip()[-300:]}",
               file=sys.stderr)
         return None
-    return float(vals["MS"]), float(vals["ERR"]) if "ERR" in vals else None
+    times = [float(x) for x in vals["TIMES"].split(",")]
+    return times, float(vals["ERR"]) if "ERR" in vals else None
 
 
 def openvino_call(path, threads, feeds):
@@ -106,6 +120,8 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="rounds of all runtimes in turn; each runtime's runs are pooled")
     ap.add_argument("--mcc", default=os.path.join(ROOT, "build/tools/mcc/mcc"))
     ap.add_argument("--runtime-lib", default=os.path.join(ROOT, "build/lib/Runtime/libmccrt.so"))
     ap.add_argument("--workdir", default=None)
@@ -148,31 +164,46 @@ def main():
             continue
         err = None
         for t in threads:
-            got = run_measure(args, "mcc", onnx_path, so, t)
-            if got is None:
-                break
-            m, e = got
-            if err is None:
-                err = e
-                print(f"[{row}] compiled in {csec:.1f} s, rel.err vs PyTorch {err:.1e}", flush=True)
-            got = run_measure(args, "ort", onnx_path, None, t)
-            o = got[0] if got else None
-            v = None
-            if have_ov:
-                got = run_measure(args, "ov", onnx_path, None, t)
-                v = got[0] if got else None
-            if o is None and v is None:
+            # Rounds of mcc, ONNX Runtime, OpenVINO in turn: this machine's
+            # speed drifts by 10-30% from minute to minute (another tenant on
+            # the host), so each runtime's runs are pooled over rounds spread
+            # across the same minutes instead of one block of runs each.
+            pooled = {"mcc": [], "ort": [], "ov": []}
+            ratios = []
+            for _ in range(args.rounds):
+                got = {}
+                for runtime in ("mcc", "ort", "ov"):
+                    if runtime == "ov" and not have_ov:
+                        continue
+                    r = run_measure(args, runtime, onnx_path, so if runtime == "mcc" else None, t)
+                    if r is None:
+                        continue
+                    got[runtime] = statistics.median(r[0])
+                    pooled[runtime] += r[0]
+                    if runtime == "mcc" and err is None:
+                        err = r[1]
+                        print(f"[{row}] compiled in {csec:.1f} s, rel.err vs PyTorch {err:.1e}", flush=True)
+                if "mcc" not in got:
+                    break
+                peers = [got[x] for x in ("ort", "ov") if x in got]
+                if peers:
+                    ratios.append(got["mcc"] / min(peers))
+            if not pooled["mcc"] or not ratios:
                 continue
+            m = statistics.median(pooled["mcc"])
+            o = statistics.median(pooled["ort"]) if pooled["ort"] else None
+            v = statistics.median(pooled["ov"]) if pooled["ov"] else None
             best = min(x for x in (o, v) if x is not None)
-            table.append((row, t, csec, err, m, o, v, m / best))
+            spread = f"{min(ratios):.2f}-{max(ratios):.2f}"
+            table.append((row, t, csec, err, m, o, v, m / best, spread))
             print(f"[{row}] threads={t} mcc {m:.1f} ms, ORT {'-' if o is None else f'{o:.1f}'} ms, OpenVINO "
-                  f"{'-' if v is None else f'{v:.1f}'} ms, mcc/best {m / best:.2f}", flush=True)
+                  f"{'-' if v is None else f'{v:.1f}'} ms, mcc/best {m / best:.2f} (rounds {spread})", flush=True)
 
-    lines = ["| model | threads | compile s | rel.err | mcc ms | ORT ms | OpenVINO ms | mcc / best peer |",
-             "|---|--:|--:|--:|--:|--:|--:|--:|"]
-    for row, t, csec, err, m, o, v, ratio in table:
+    lines = ["| model | threads | compile s | rel.err | mcc ms | ORT ms | OpenVINO ms | mcc / best peer | per round |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
+    for row, t, csec, err, m, o, v, ratio, spread in table:
         lines.append(f"| {row} | {t} | {csec:.1f} | {err:.1e} | {m:.1f} | {'-' if o is None else f'{o:.1f}'} | "
-                     f"{'-' if v is None else f'{v:.1f}'} | {ratio:.2f} |")
+                     f"{'-' if v is None else f'{v:.1f}'} | {ratio:.2f} | {spread} |")
     print("\n" + "\n".join(lines))
     if args.markdown:
         with open(args.markdown, "a") as f:

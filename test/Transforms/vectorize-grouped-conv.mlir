@@ -1,4 +1,15 @@
 // RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-vectorize-grouped-conv{rows=4 lanes=8 vectors=2}))' --verify-each | FileCheck %s
+// RUN: mcc-opt %s --pass-pipeline='builtin.module(func.func(mcc-vectorize-grouped-conv{rows=8 lanes=8 vectors=1}))' --verify-each | FileCheck %s --check-prefix=AVX2
+
+// The AVX2 pipeline's blocks: 8 output channels by one vector, the whole
+// group of 8 in one block, 8 accumulators, 9 taps x 8 fmas.
+// AVX2-LABEL: func.func @stride1
+// AVX2: scf.for {{.*}} step %c8
+// AVX2: scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// AVX2-COUNT-72: vector.fma
+// AVX2: scf.yield
+// AVX2-COUNT-8: vector.store {{.*}}, %arg2
+// AVX2-LABEL: func.func @stride2
 
 // 2 groups of 8 -> 8 channels, 3x3, stride 1, 20-wide rows: loops over
 // (n, g), blocks of 4 output channels, output rows; each block of 4 x 2
