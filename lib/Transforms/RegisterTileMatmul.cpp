@@ -1350,7 +1350,8 @@ struct RegisterTileMatmulPass
                              emitter.initValue = init;
                              emitter.dotPack = dotPack;
                              emitter.fusedPack = fused && pack;
-                             emitter.prefetchA = prefetchRowsOfA && hasUnitInnerStride(a);
+                             emitter.prefetchA =
+                                 prefetchRowsOfA && hasUnitInnerStride(a);
                              emitter.emit();
                              scf::YieldOp::create(nb, l);
                            });
