@@ -60,7 +60,8 @@ def rel_err(got, ref):
     return diff / scale if scale > 0 else diff
 
 
-def time_calls(fn, warmup, runs):
+def call_times(fn, warmup, runs):
+    """Each of `runs` calls' time in ms, after `warmup` untimed calls."""
     for _ in range(warmup):
         fn()
     ts = []
@@ -68,7 +69,11 @@ def time_calls(fn, warmup, runs):
         t0 = time.perf_counter()
         fn()
         ts.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ts)
+    return ts
+
+
+def time_calls(fn, warmup, runs):
+    return statistics.median(call_times(fn, warmup, runs))
 
 
 def compile_model(mcc, entry, folder, so):

@@ -37,7 +37,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(ROOT, "python"))
 import mcc  # noqa: E402
-from bench_cpu import ort_session, rel_err  # noqa: E402
+from bench_cpu import call_times, ort_session, rel_err  # noqa: E402
 
 ROWS = ["bert-base-b1", "gpt2-b1", "resnet50-b1", "mobilenetv3_large_100-b1",
         "resnext101_32x8d-b1"]
@@ -66,13 +66,7 @@ def measure(args):
             call = lambda: sess.run(None, ort_feeds)  # noqa: E731
         else:
             call = openvino_call(args.onnx, t, ort_feeds)
-    for _ in range(args.warmup):
-        call()
-    times = []
-    for _ in range(args.runs):
-        t0 = time.perf_counter()
-        call()
-        times.append((time.perf_counter() - t0) * 1e3)
+    times = call_times(call, args.warmup, args.runs)
     print(f"MS {statistics.median(times)!r}", flush=True)
     print("TIMES " + ",".join(f"{x:.4f}" for x in times), flush=True)
 

@@ -172,14 +172,14 @@ std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &options) {
       // No prefetch of A's next rows on AVX2: on Zen 3 its address
       // arithmetic, every other K step of a 6 x 16 block, cost more than
       // the fetch saved (a 1024 x 1024 x 196 product 5.9 -> 5.0 ms;
-      // resnet50 and resnext101 8-10% faster).
+      // resnet50 and resnext101 8-13% faster).
       setOptions("mcc-register-tile-matmul",
                  avx2 ? "{rows=6 lanes=8 prefetch-a=false}"
                       : "{rows=4 lanes=4}");
       // Grouped convolutions in blocks of 8 output channels by one vector:
       // 8 divides the 8-64 channels of a group that ResNeXt has, where 6
       // left 2-4 rows to a smaller block (Zen 3: resnext101's 3 x 3
-      // groups 1.4-1.6x faster, level at 64 channels a group).
+      // groups 1.3-1.6x faster, level at 64 channels a group).
       setOptions("mcc-vectorize-grouped-conv",
                  avx2 ? "{rows=8 vectors=1 lanes=8}" : "{rows=4 lanes=4}");
       setOptions("mcc-vectorize-winograd", avx2 ? "{lanes=8}" : "{lanes=4}");
