@@ -182,10 +182,12 @@ LogicalResult compileOnnxModel(MLIRContext &context, StringRef inputPath,
       return failure();
     }
   }
-  // The CPU runs 3x3 convolutions as Winograd products (design 0019); the
-  // GPU keeps the direct products, which cuBLAS runs near its peak.
+  // The CPU runs 3x3 convolutions as Winograd products (designs 0019,
+  // 0026); the GPU keeps the direct products, which cuBLAS runs near its
+  // peak.
   ImportOptions importOptions = options.import;
-  importOptions.winogradConvolutions = !cuda;
+  importOptions.winogradConvolutions = !cuda && options.winograd != "off";
+  importOptions.winogradTile = options.winograd == "f2" ? 2 : 4;
   FailureOr<ImportedModel> model =
       importOnnxFile(context, inputPath, importOptions);
   if (failed(model))

@@ -1,20 +1,23 @@
 //===- VectorizeWinograd.cpp - Winograd tile transforms as vector code ----===//
 //
 // The importer lowers 3x3 stride-1 convolutions on the CPU as Winograd
-// F(2x2, 3x3) (lib/Import/WinogradConv.cpp): an input transform, 16
-// products, an output transform. Its transforms are reference loops, sums
-// over a tile with constant coefficients, marked `mcc.winograd`; as scalar
-// loops with the 0 and +-1 coefficients multiplied out they took longer
-// than the products they save. Here each becomes vector code along the
-// tiles of an image row, `lanes` tiles per vector:
+// F(4x4, 3x3) or F(2x2, 3x3) (lib/Import/WinogradConv.cpp): an input
+// transform, (m + 2)^2 products, an output transform. Its transforms are
+// reference loops, sums over a tile with constant coefficients, marked
+// `mcc.winograd`; as scalar loops they took longer than the products they
+// save. Here each becomes vector code along the tiles of an image row,
+// `lanes` tiles per vector (the tile size, alpha = m + 2, is the transform
+// buffer's leading dim):
 //
-//  * input: V = B^T d B of each 4x4 input tile. Row i of the tiles is four
-//    vectors, the row's columns 2tx, 2tx+1, 2tx+2, 2tx+3 (two wide loads
-//    and even/odd shuffles); B^T d combines rows and (B^T d) B columns with
-//    16 subtractions or additions each, and the 16 results are stored to
-//    the 16 products' operands.
-//  * output: Y = A^T M A of each tile's 16 products, 24 additions, and the
-//    two columns of each output row interleaved into one contiguous store.
+//  * input: V = B^T d B of each alpha x alpha input tile. Row i of the
+//    tiles is alpha vectors, the row's columns m tx + j, from two wide
+//    loads (at m tx0 and m tx0 + m) split by stride-m shuffles; B^T d
+//    combines rows and (B^T d) B columns, and the alpha^2 results are
+//    stored to the products' operands. F(2x2)'s B holds only 0 and +-1
+//    (additions); F(4x4)'s 4s, 5s and 2s are multiply-adds, with the sums
+//    and differences its rows share computed once.
+//  * output: Y = A^T M A of each tile's products, and the m columns of
+//    each output row interleaved into m contiguous vector stores.
 //
 // The fill that zeroes the transform's output for the reference loops goes
 // too (the vector code writes every element without reading it).
@@ -43,57 +46,59 @@ using mcc::hasUnitInnerStride;
 namespace {
 
 class WinogradEmitter : mcc::VectorKernelBuilder {
+  using Values = SmallVector<Value, 6>;
+
 public:
   WinogradEmitter(OpBuilder &b, Location loc, int64_t lanes)
       : VectorKernelBuilder(b, loc), lanes(lanes) {
     vecType = VectorType::get({lanes}, b.getF32Type());
   }
 
-  /// x [N, C, H, W] (tiles 4x4 from rows 2ty, columns 2tx) -> v [4, 4, C,
-  /// N, TH, TW].
+  /// x [N, C, H, W] (tiles alpha x alpha from rows m ty, columns m tx) ->
+  /// v [alpha, alpha, C, N, TH, TW], alpha = m + 2.
   void input(Value x, Value v) {
-    auto wideType = VectorType::get({2 * lanes}, b.getF32Type());
+    int64_t alpha = cast<MemRefType>(v.getType()).getDimSize(0), m = alpha - 2;
+    auto wideType = VectorType::get({m * lanes}, b.getF32Type());
     Value width = dim(x, 3);
     forLoop(idx(0), dim(v, 2), 1, [&](Value c) {
       forLoop(idx(0), dim(v, 3), 1, [&](Value n) {
         forLoop(idx(0), dim(v, 4), 1, [&](Value ty) {
           Value tiles = dim(v, 5);
           forLoop(idx(0), tiles, lanes, [&](Value tx0) {
-            Value col = arith::MulIOp::create(b, loc, tx0, idx(2));
-            // d[i][j]: columns 2tx + j of tile row i, one vector of tiles.
-            Value d[4][4];
-            for (int64_t i = 0; i < 4; ++i) {
+            Value col = arith::MulIOp::create(b, loc, tx0, idx(m));
+            // d[i][j]: columns m tx + j of tile row i, one vector of tiles,
+            // from wide loads at columns m tx0 and m tx0 + m.
+            std::vector<Values> d(alpha, Values(alpha));
+            for (int64_t i = 0; i < alpha; ++i) {
               Value row = arith::AddIOp::create(
-                  b, loc, arith::MulIOp::create(b, loc, ty, idx(2)), idx(i));
-              for (int64_t shift = 0; shift < 4; shift += 2) {
+                  b, loc, arith::MulIOp::create(b, loc, ty, idx(m)), idx(i));
+              for (int64_t shift = 0; shift < alpha; shift += m) {
                 Value at = arith::AddIOp::create(b, loc, col, idx(shift));
                 Value left = arith::SubIOp::create(b, loc, width, at);
                 Value wide = vector::MaskedLoadOp::create(
                     b, loc, wideType, x, ValueRange{n, c, row, at},
                     mask(wideType, left), zeros(wideType));
-                d[i][shift] = every2(wide, 0);
-                d[i][shift + 1] = every2(wide, 1);
+                for (int64_t k = 0; k < m && shift + k < alpha; ++k)
+                  d[i][shift + k] = everyNth(wide, m, k);
               }
             }
             // t = B^T d (rows), then V = t B (columns).
-            Value t[4][4], out[4][4];
-            for (int64_t j = 0; j < 4; ++j) {
-              t[0][j] = sub(d[0][j], d[2][j]);
-              t[1][j] = add(d[1][j], d[2][j]);
-              t[2][j] = sub(d[2][j], d[1][j]);
-              t[3][j] = sub(d[1][j], d[3][j]);
+            std::vector<Values> t(alpha, Values(alpha)), out(alpha);
+            for (int64_t j = 0; j < alpha; ++j) {
+              Values column;
+              for (int64_t i = 0; i < alpha; ++i)
+                column.push_back(d[i][j]);
+              Values tj = inputTransform(column);
+              for (int64_t r = 0; r < alpha; ++r)
+                t[r][j] = tj[r];
             }
-            for (int64_t r = 0; r < 4; ++r) {
-              out[r][0] = sub(t[r][0], t[r][2]);
-              out[r][1] = add(t[r][1], t[r][2]);
-              out[r][2] = sub(t[r][2], t[r][1]);
-              out[r][3] = sub(t[r][1], t[r][3]);
-            }
-            Value m = mask(vecType, arith::SubIOp::create(b, loc, tiles, tx0));
-            for (int64_t r = 0; r < 4; ++r)
-              for (int64_t s = 0; s < 4; ++s)
+            for (int64_t r = 0; r < alpha; ++r)
+              out[r] = inputTransform(t[r]);
+            Value mk = mask(vecType, arith::SubIOp::create(b, loc, tiles, tx0));
+            for (int64_t r = 0; r < alpha; ++r)
+              for (int64_t s = 0; s < alpha; ++s)
                 vector::MaskedStoreOp::create(
-                    b, loc, v, ValueRange{idx(r), idx(s), c, n, ty, tx0}, m,
+                    b, loc, v, ValueRange{idx(r), idx(s), c, n, ty, tx0}, mk,
                     out[r][s]);
           });
         });
@@ -101,50 +106,39 @@ public:
     });
   }
 
-  /// m [4, 4, F, N, TH, TW] -> y [N, F, TH, 2, TW * 2] (the output rows
-  /// 2ty + a, columns 2tx + b).
-  void output(Value m, Value y) {
-    forLoop(idx(0), dim(m, 2), 1, [&](Value f) {
-      forLoop(idx(0), dim(m, 3), 1, [&](Value n) {
-        forLoop(idx(0), dim(m, 4), 1, [&](Value ty) {
-          Value tiles = dim(m, 5);
+  /// p [alpha, alpha, F, N, TH, TW] -> y [N, F, TH, m, TW * m] (the
+  /// output rows m ty + a, columns m tx + b).
+  void output(Value p, Value y) {
+    int64_t alpha = cast<MemRefType>(p.getType()).getDimSize(0), m = alpha - 2;
+    forLoop(idx(0), dim(p, 2), 1, [&](Value f) {
+      forLoop(idx(0), dim(p, 3), 1, [&](Value n) {
+        forLoop(idx(0), dim(p, 4), 1, [&](Value ty) {
+          Value tiles = dim(p, 5);
           forLoop(idx(0), tiles, lanes, [&](Value tx0) {
             Value count = arith::SubIOp::create(b, loc, tiles, tx0);
             Value inMask = mask(vecType, count);
-            Value p[4][4];
-            for (int64_t r = 0; r < 4; ++r)
-              for (int64_t s = 0; s < 4; ++s)
-                p[r][s] = vector::MaskedLoadOp::create(
-                    b, loc, vecType, m,
+            std::vector<Values> in(alpha);
+            for (int64_t r = 0; r < alpha; ++r)
+              for (int64_t s = 0; s < alpha; ++s)
+                in[r].push_back(vector::MaskedLoadOp::create(
+                    b, loc, vecType, p,
                     ValueRange{idx(r), idx(s), f, n, ty, tx0}, inMask,
-                    zeros(vecType));
+                    zeros(vecType)));
             // s = A^T p (rows), then Y = s A (columns).
-            Value s[2][4];
-            for (int64_t j = 0; j < 4; ++j) {
-              s[0][j] = add(add(p[0][j], p[1][j]), p[2][j]);
-              s[1][j] = sub(sub(p[1][j], p[2][j]), p[3][j]);
+            std::vector<Values> s(m, Values(alpha));
+            for (int64_t j = 0; j < alpha; ++j) {
+              Values column;
+              for (int64_t r = 0; r < alpha; ++r)
+                column.push_back(in[r][j]);
+              Values sj = outputTransform(column);
+              for (int64_t a = 0; a < m; ++a)
+                s[a][j] = sj[a];
             }
-            Value col = arith::MulIOp::create(b, loc, tx0, idx(2));
-            Value colHi = arith::AddIOp::create(b, loc, col, idx(lanes));
-            Value pairs = arith::MulIOp::create(b, loc, count, idx(2));
-            Value pairsHi = arith::SubIOp::create(b, loc, pairs, idx(lanes));
-            for (int64_t a = 0; a < 2; ++a) {
-              Value even = add(add(s[a][0], s[a][1]), s[a][2]);
-              Value odd = sub(sub(s[a][1], s[a][2]), s[a][3]);
-              SmallVector<int64_t> lo, hi;
-              for (int64_t l = 0; l < lanes / 2; ++l) {
-                lo.append({l, lanes + l});
-                hi.append({lanes / 2 + l, lanes + lanes / 2 + l});
-              }
-              Value rowLo = vector::ShuffleOp::create(b, loc, even, odd, lo);
-              Value rowHi = vector::ShuffleOp::create(b, loc, even, odd, hi);
-              vector::MaskedStoreOp::create(b, loc, y,
-                                            ValueRange{n, f, ty, idx(a), col},
-                                            mask(vecType, pairs), rowLo);
-              vector::MaskedStoreOp::create(b, loc, y,
-                                            ValueRange{n, f, ty, idx(a), colHi},
-                                            mask(vecType, pairsHi), rowHi);
-            }
+            Value col = arith::MulIOp::create(b, loc, tx0, idx(m));
+            Value outputs = arith::MulIOp::create(b, loc, count, idx(m));
+            for (int64_t a = 0; a < m; ++a)
+              storeRow(y, ValueRange{n, f, ty, idx(a)}, col, outputs,
+                       outputTransform(s[a]));
           });
         });
       });
@@ -154,11 +148,85 @@ public:
 private:
   Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  /// Lanes first, first + 2, ... of a vector twice as wide.
-  Value every2(Value wide, int64_t first) {
+  /// c * x + y.
+  Value fma(double c, Value x, Value y) {
+    Value k = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(vecType, b.getF32FloatAttr(c)));
+    return vector::FMAOp::create(b, loc, k, x, y);
+  }
+
+  /// B^T applied to one column (or row) of a tile.
+  Values inputTransform(ArrayRef<Value> d) {
+    if (d.size() == 4)
+      return {sub(d[0], d[2]), add(d[1], d[2]), sub(d[2], d[1]),
+              sub(d[1], d[3])};
+    // F(4x4): rows 1-4 share their sums and differences.
+    Value d12 = add(d[1], d[2]), d34 = add(d[3], d[4]);
+    Value e12 = sub(d[1], d[2]), e43 = sub(d[4], d[3]);
+    Value e31 = sub(d[3], d[1]), e42 = sub(d[4], d[2]);
+    return {fma(4, d[0], fma(-5, d[2], d[4])),
+            fma(-4, d12, d34),
+            fma(4, e12, e43),
+            fma(2, e31, e42),
+            fma(-2, e31, e42),
+            fma(4, d[1], fma(-5, d[3], d[5]))};
+  }
+
+  /// A^T applied to one column (or row) of the products.
+  Values outputTransform(ArrayRef<Value> p) {
+    if (p.size() == 4)
+      return {add(add(p[0], p[1]), p[2]), sub(sub(p[1], p[2]), p[3])};
+    Value s12 = add(p[1], p[2]), s34 = add(p[3], p[4]);
+    Value d12 = sub(p[1], p[2]), d34 = sub(p[3], p[4]);
+    return {add(add(p[0], s12), s34), fma(2, d34, d12), fma(4, s34, s12),
+            add(fma(8, d34, d12), p[5])};
+  }
+
+  /// Stores the m columns of an output row, `cols[b]` holding column m tx +
+  /// b of `lanes` tiles, interleaved into m contiguous vectors at column
+  /// `col`; `outputs` is the number of columns left in the row.
+  void storeRow(Value y, ValueRange rowIndices, Value col, Value outputs,
+                ArrayRef<Value> cols) {
+    int64_t m = cols.size();
+    // Pairs of columns (b, b + 1) interleaved first when m is 4: element
+    // (tile l, column b) is then at (b / 2) * 2 lanes + 2 l + b % 2 of the
+    // two pairs, as at b * lanes + l of the two columns when m is 2.
+    Value lo = cols[0], hi = cols[1];
+    if (m == 4) {
+      SmallVector<int64_t> zip;
+      for (int64_t l = 0; l < lanes; ++l)
+        zip.append({l, lanes + l});
+      lo = vector::ShuffleOp::create(b, loc, cols[0], cols[1], zip);
+      hi = vector::ShuffleOp::create(b, loc, cols[2], cols[3], zip);
+    }
+    Values chunks;
+    for (int64_t q = 0; q < m; ++q) {
+      SmallVector<int64_t> picks;
+      for (int64_t at = q * lanes; at < (q + 1) * lanes; ++at) {
+        int64_t l = at / m, bcol = at % m;
+        picks.push_back(m == 4 ? (bcol / 2) * 2 * lanes + 2 * l + bcol % 2
+                               : bcol * lanes + l);
+      }
+      chunks.push_back(vector::ShuffleOp::create(b, loc, lo, hi, picks));
+    }
+    for (int64_t q = 0; q < m; ++q) {
+      Value offset = idx(q * lanes);
+      SmallVector<Value> indices(rowIndices);
+      indices.push_back(
+          q ? arith::AddIOp::create(b, loc, col, offset).getResult() : col);
+      Value left =
+          q ? arith::SubIOp::create(b, loc, outputs, offset).getResult()
+            : outputs;
+      vector::MaskedStoreOp::create(b, loc, y, indices, mask(vecType, left),
+                                    chunks[q]);
+    }
+  }
+
+  /// Lanes first, first + n, ... of a vector n times as wide.
+  Value everyNth(Value wide, int64_t n, int64_t first) {
     SmallVector<int64_t> picks;
     for (int64_t l = 0; l < lanes; ++l)
-      picks.push_back(first + 2 * l);
+      picks.push_back(first + n * l);
     return vector::ShuffleOp::create(b, loc, wide, wide, picks);
   }
 
@@ -176,6 +244,14 @@ linalg::FillOp zeroingFill(linalg::GenericOp op) {
   if (fill && fill.getDpsInits()[0] == op.getDpsInits()[0])
     return fill;
   return {};
+}
+
+/// Whether `v`'s two leading dims are a whole tile of F(2x2, 3x3) (4 x 4)
+/// or F(4x4, 3x3) (6 x 6), the tiles the emitter has transforms for.
+bool isWholeTile(Value v) {
+  auto t = cast<MemRefType>(v.getType());
+  int64_t alpha = t.getDimSize(0);
+  return (alpha == 4 || alpha == 6) && t.getDimSize(1) == alpha;
 }
 
 /// Whether `v` is an f32 memref of `rank` with unit-stride rows.
@@ -204,10 +280,10 @@ struct VectorizeWinogradPass
       Location loc = op.getLoc();
       WinogradEmitter emit(b, loc, lanes);
       if (kind && kind.getValue() == "input" && isF32Rows(in, 4) &&
-          isF32Rows(out, 6)) {
+          isF32Rows(out, 6) && isWholeTile(out)) {
         emit.input(in, out);
       } else if (kind && kind.getValue() == "output" && isF32Rows(in, 6) &&
-                 isF32Rows(out, 6)) {
+                 isF32Rows(out, 6) && isWholeTile(in)) {
         // The output's (tx, b) dims as one row of 2 * TW columns.
         auto outType = cast<MemRefType>(out.getType());
         SmallVector<ReassociationIndices> rows = {{0}, {1}, {2}, {3}, {4, 5}};

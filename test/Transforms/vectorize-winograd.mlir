@@ -98,3 +98,91 @@ func.func @strided_rows(%x: memref<1x16x14x22xf32, strided<[9856, 616, 44, 2]>>,
   }
   return
 }
+
+#x4 = affine_map<(c, n, ty, tx, p, q, i, j) -> (n, c, ty * 4 + i, tx * 4 + j)>
+
+// F(4x4, 3x3): 6x6 tiles from rows 4ty and columns 4tx. Each of the 6 tile
+// rows is two wide loads of 4 vectors (columns from 4tx and 4tx + 4), split
+// by stride-4 shuffles into the 6 columns (the second load gives columns 4
+// and 5 only); B^T's 4 and 5 are multiply-adds; 36 masked stores.
+// CHECK-LABEL: func.func @input_f4
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for %[[TX:.*]] = %{{.*}} to %{{.*}} step %c16
+// CHECK-COUNT-12: vector.maskedload {{.*}} : memref<1x16x26x26xf32>, vector<64xi1>, vector<64xf32> into vector<64xf32>
+// CHECK: vector.shuffle {{.*}} [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60] : vector<64xf32>, vector<64xf32>
+// CHECK: vector.shuffle {{.*}} [1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 41, 45, 49, 53, 57, 61] : vector<64xf32>, vector<64xf32>
+// CHECK: vector.fma {{.*}} : vector<16xf32>
+// CHECK-COUNT-36: vector.maskedstore {{.*}} : memref<6x6x16x1x6x6xf32>, vector<16xi1>, vector<16xf32>
+// CHECK-NOT: vector.maskedstore
+// CHECK-NOT: linalg.generic
+// AVX2-LABEL: func.func @input_f4
+// AVX2: vector.maskedload {{.*}} vector<32xf32>
+// AVX2: vector.maskedstore {{.*}} vector<8xf32>
+func.func @input_f4(%x: memref<1x16x26x26xf32>, %coef: memref<6x6x6x6xf32>,
+                    %v: memref<6x6x16x1x6x6xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%v : memref<6x6x16x1x6x6xf32>)
+  linalg.generic {indexing_maps = [#x4, #k, #v],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel",
+                                    "parallel", "parallel", "reduction", "reduction"]}
+      ins(%x, %coef : memref<1x16x26x26xf32>, memref<6x6x6x6xf32>)
+      outs(%v : memref<6x6x16x1x6x6xf32>) attrs = {mcc.winograd = "input"} {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// F(4x4, 3x3)'s output transform: 36 masked loads of the products; each of
+// the 4 output rows interleaves its 4 columns (pairs first, then pairs of
+// pairs) into 4 contiguous masked stores.
+// CHECK-LABEL: func.func @output_f4
+// CHECK-NOT: linalg.fill
+// CHECK: %[[ROWS4:.*]] = memref.collapse_shape %{{.*}} {{\[}}[0], [1], [2], [3], [4, 5]] : memref<1x16x6x4x6x4xf32> into memref<1x16x6x4x24xf32>
+// CHECK-COUNT-36: vector.maskedload {{.*}} : memref<6x6x16x1x6x6xf32>, vector<16xi1>, vector<16xf32> into vector<16xf32>
+// CHECK: vector.fma
+// CHECK: vector.shuffle {{.*}} [0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31] : vector<16xf32>, vector<16xf32>
+// CHECK: vector.shuffle {{.*}} [0, 1, 32, 33, 2, 3, 34, 35, 4, 5, 36, 37, 6, 7, 38, 39] : vector<32xf32>, vector<32xf32>
+// CHECK-COUNT-16: vector.maskedstore %[[ROWS4]]
+// CHECK-NOT: vector.maskedstore
+// CHECK-NOT: linalg.generic
+func.func @output_f4(%m: memref<6x6x16x1x6x6xf32>, %coef: memref<4x4x6x6xf32>,
+                     %y: memref<1x16x6x4x6x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%y : memref<1x16x6x4x6x4xf32>)
+  linalg.generic {indexing_maps = [#m, #k, #y],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel",
+                                    "parallel", "parallel", "reduction", "reduction"]}
+      ins(%m, %coef : memref<6x6x16x1x6x6xf32>, memref<4x4x6x6xf32>)
+      outs(%y : memref<1x16x6x4x6x4xf32>) attrs = {mcc.winograd = "output"} {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// A tile the emitter has no transforms for (5 x 5) keeps the reference loops.
+// CHECK-LABEL: func.func @other_tile
+// CHECK: linalg.fill
+// CHECK: linalg.generic
+// CHECK-SAME: mcc.winograd = "input"
+func.func @other_tile(%x: memref<1x16x26x26xf32>, %coef: memref<5x5x5x5xf32>,
+                      %v: memref<5x5x16x1x6x6xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%v : memref<5x5x16x1x6x6xf32>)
+  linalg.generic {indexing_maps = [#x4, #k, #v],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel",
+                                    "parallel", "parallel", "reduction", "reduction"]}
+      ins(%x, %coef : memref<1x16x26x26xf32>, memref<5x5x5x5xf32>)
+      outs(%v : memref<5x5x16x1x6x6xf32>) attrs = {mcc.winograd = "input"} {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %o, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}

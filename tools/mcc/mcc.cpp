@@ -174,7 +174,7 @@ int main(int argc, char **argv) {
   std::string input, output, target = "cpu", dumpDir, cpu;
   std::vector<std::string> shapes, constInputs;
   bool text = false;
-  bool winograd = false;
+  std::string winograd = "off", compileWinograd = "f4";
   auto *compile =
       app.add_subcommand("compile", "Compile an ONNX model to a .so");
   compile->add_option("model", input, "The .onnx file")->required();
@@ -203,6 +203,13 @@ int main(int argc, char **argv) {
                    "tf32x3 (fp32-accurate on TF32 tensor cores), tf32; "
                    "--target cpu: bf16x3 (AMX tiles, error ~5e-6)")
       ->check(CLI::IsMember({"fp32", "tf32x3", "tf32", "bf16x3"}));
+  compile
+      ->add_option("--winograd", compileWinograd,
+                   "3x3 stride-1 convolutions on the CPU: f4 (Winograd "
+                   "F(4x4, 3x3) where there are enough 4x4 tiles, F(2x2, "
+                   "3x3) elsewhere; default), f2 (F(2x2, 3x3) only, error as "
+                   "the direct form), off (direct)")
+      ->check(CLI::IsMember({"f4", "f2", "off"}));
   compile->add_option("--dump-ir", dumpDir,
                       "Write the IR after every stage into this folder");
   bool timing = false;
@@ -219,9 +226,11 @@ int main(int argc, char **argv) {
   import->add_option("--const-input", constInputs,
                      "Freeze an input to a value (repeatable)");
   import->add_flag("--text", text, "The input is ONNX textual syntax");
-  import->add_flag("--winograd", winograd,
-                   "Lower 3x3 stride-1 convolutions as Winograd F(2x2, 3x3), "
-                   "as compile --target cpu does");
+  import
+      ->add_option("--winograd", winograd,
+                   "3x3 stride-1 convolutions as Winograd products, as "
+                   "compile --target cpu does: f4, f2 or off (default)")
+      ->check(CLI::IsMember({"f4", "f2", "off"}));
 
   mcc::RuntimeCommands runtime;
   mcc::addRuntimeCommands(app, runtime);
@@ -239,7 +248,11 @@ int main(int argc, char **argv) {
 
   mcc::CompileOptions options;
   options.target = target;
-  options.import.winogradConvolutions = winograd;
+  // `import` shows the form its --winograd asks for; `compile` decides
+  // per target from its own --winograd.
+  options.import.winogradConvolutions = winograd != "off";
+  options.import.winogradTile = winograd == "f2" ? 2 : 4;
+  options.winograd = compileWinograd;
   options.cpu = cpu;
   options.gpuArch = gpuArch;
   options.precision = precision;

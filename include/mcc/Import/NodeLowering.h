@@ -248,7 +248,8 @@ mlir::Value padSpatial(mlir::OpBuilder &b, mlir::Location loc,
                        mlir::Value input, const WindowGeometry &g,
                        double value);
 
-/// Conv node `n` as a Winograd F(2x2, 3x3) convolution when the import
+/// Conv node `n` as a Winograd F(4x4, 3x3) or F(2x2, 3x3) convolution
+/// (ImportOptions::winogradTile) when the import
 /// options ask for it and it fits (3x3, stride and dilation 1, one group,
 /// f32 weights known at compile time, static shapes, enough channels);
 /// a null value when it does not (lib/Import/WinogradConv.cpp).

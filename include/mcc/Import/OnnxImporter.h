@@ -48,10 +48,13 @@ struct ImportOptions {
   /// Literals with more elements than this become weight arguments instead
   /// of inline constants.
   int64_t inlineConstantLimit = 16;
-  /// 3x3 stride-1 convolutions as Winograd F(2x2, 3x3): 16 products of
-  /// transformed tiles instead of 36 multiply-adds per 2x2 outputs (the CPU
-  /// target sets it; docs/design/0019).
+  /// 3x3 stride-1 convolutions as Winograd products of transformed tiles
+  /// (the CPU target sets it; docs/design/0019).
   bool winogradConvolutions = false;
+  /// The largest Winograd output tile: 4 takes F(4x4, 3x3) where the
+  /// convolution has enough 4x4 tiles and F(2x2, 3x3) elsewhere; 2 keeps
+  /// F(2x2, 3x3) throughout (docs/design/0026).
+  int winogradTile = 4;
 };
 
 /// A symbolic dim of the graph inputs (docs/design/0010): `batch`,

@@ -24,6 +24,10 @@ struct CompileOptions {
   /// Matrix products: "fp32"; at --target cuda "tf32x3" (fp32-accurate on
   /// TF32 tensor cores) or "tf32"; at --target cpu "bf16x3" (AMX tiles).
   std::string precision = "fp32";
+  /// 3x3 stride-1 convolutions at --target cpu: "f4" (Winograd F(4x4, 3x3)
+  /// where a convolution has enough 4x4 tiles, F(2x2, 3x3) elsewhere), "f2"
+  /// (F(2x2, 3x3) only: the direct form's error) or "off" (direct).
+  std::string winograd = "f4";
   /// "embedded", "external" or "auto" (external past 512 MiB of weights).
   std::string weights = "auto";
   /// Folder that receives the IR after every stage; empty: none.

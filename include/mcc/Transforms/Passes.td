@@ -369,19 +369,21 @@ def RegisterTileMatmul
 
 def VectorizeWinograd
     : Pass<"mcc-vectorize-winograd", "mlir::func::FuncOp"> {
-  let summary = "Winograd F(2x2, 3x3) tile transforms on buffers as vector code";
+  let summary = "Winograd F(4x4, 3x3) and F(2x2, 3x3) tile transforms on buffers as vector code";
   let description = [{
     Each buffer-level linalg.generic marked `mcc.winograd` = "input" (x [N,
-    C, H, W] -> v [4, 4, C, N, TH, TW], v = B^T d B of the 4x4 tile of x at
-    rows 2ty, columns 2tx) or "output" (m [4, 4, F, N, TH, TW] -> y [N, F,
-    TH, 2, TW, 2], y = A^T m A), as lib/Import/WinogradConv.cpp emits them,
-    becomes scf loops over the other dims around vector code along a row of
-    tiles, `lanes` tiles per vector: the input's tile columns by two wide
-    masked loads and even/odd shuffles, the transforms as vector additions
-    and subtractions, the output's two columns interleaved into one
-    contiguous row store. A linalg.fill right before the op that zeroes its
+    C, H, W] -> v [a, a, C, N, TH, TW], v = B^T d B of the a x a tile of x
+    at rows m ty, columns m tx, a = m + 2) or "output" (p [a, a, F, N, TH,
+    TW] -> y [N, F, TH, m, TW, m], y = A^T p A), as
+    lib/Import/WinogradConv.cpp emits them for m = 2 or 4, becomes scf
+    loops over the other dims around vector code along a row of tiles,
+    `lanes` tiles per vector: the input's tile columns by two wide masked
+    loads and stride-m shuffles, the transforms as vector additions,
+    subtractions and multiply-adds, the output's m columns interleaved into
+    contiguous row stores. A linalg.fill right before the op that zeroes its
     output (the reference loops accumulate into it) is erased. Ops whose
-    operands are not f32 with unit-stride rows are left as they are.
+    operands are not f32 with unit-stride rows, or whose tiles are not 4 x 4
+    or 6 x 6, are left as they are.
   }];
   let options = [
     Option<"lanes", "lanes", "int64_t", "16", "f32 lanes per vector">,
