@@ -40,6 +40,20 @@ def portable_init(model):
                 p.copy_((torch.rand(p.shape, generator=g) * 2 - 1) * 0.02)
 
 
+def wake_residual_branches(model):
+    """timm zero-initializes the last norm scale of each residual block
+    (zero_init_last), so an untrained ResNet or ResNeXt is its shortcut
+    path: every block's 3 x 3 convolution is multiplied by zero and the
+    reference could not tell a wrong convolution from a right one. Such
+    scales get U(0.25, 0.75) from a seeded generator (torch.rand gives the
+    same bits on any CPU)."""
+    g = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d) and torch.all(m.weight == 0):
+                m.weight.copy_(torch.rand(m.weight.shape, generator=g) * 0.5 + 0.25)
+
+
 def build(arch, batch, seq):
     import transformers as T
     torch.manual_seed(0)
@@ -63,6 +77,7 @@ def build(arch, batch, seq):
         model = timm.create_model(arch, pretrained=False).eval()
         if arch.startswith("vit"):
             portable_init(model)
+        wake_residual_branches(model)
         g = torch.Generator().manual_seed(1)
         inputs = {"pixel_values": torch.randn(batch, 3, 224, 224, generator=g)}
         outputs = ["logits"]
