@@ -83,17 +83,10 @@ public:
               }
             }
             // t = B^T d (rows), then V = t B (columns).
-            std::vector<Values> t(alpha, Values(alpha)), out(alpha);
-            for (int64_t j = 0; j < alpha; ++j) {
-              Values column;
-              for (int64_t i = 0; i < alpha; ++i)
-                column.push_back(d[i][j]);
-              Values tj = inputTransform(column);
-              for (int64_t r = 0; r < alpha; ++r)
-                t[r][j] = tj[r];
-            }
-            for (int64_t r = 0; r < alpha; ++r)
-              out[r] = inputTransform(t[r]);
+            auto inputT = [&](ArrayRef<Value> v) { return inputTransform(v); };
+            std::vector<Values> t = transformColumns(d, inputT), out;
+            for (const Values &row : t)
+              out.push_back(inputTransform(row));
             Value mk = mask(vecType, arith::SubIOp::create(b, loc, tiles, tx0));
             for (int64_t r = 0; r < alpha; ++r)
               for (int64_t s = 0; s < alpha; ++s)
@@ -125,15 +118,8 @@ public:
                     ValueRange{idx(r), idx(s), f, n, ty, tx0}, inMask,
                     zeros(vecType)));
             // s = A^T p (rows), then Y = s A (columns).
-            std::vector<Values> s(m, Values(alpha));
-            for (int64_t j = 0; j < alpha; ++j) {
-              Values column;
-              for (int64_t r = 0; r < alpha; ++r)
-                column.push_back(in[r][j]);
-              Values sj = outputTransform(column);
-              for (int64_t a = 0; a < m; ++a)
-                s[a][j] = sj[a];
-            }
+            std::vector<Values> s = transformColumns(
+                in, [&](ArrayRef<Value> v) { return outputTransform(v); });
             Value col = arith::MulIOp::create(b, loc, tx0, idx(m));
             Value outputs = arith::MulIOp::create(b, loc, count, idx(m));
             for (int64_t a = 0; a < m; ++a)
@@ -153,6 +139,24 @@ private:
     Value k = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(vecType, b.getF32FloatAttr(c)));
     return vector::FMAOp::create(b, loc, k, x, y);
+  }
+
+  /// `transform` applied to each column of `rows`: result[r][j] is element
+  /// r of the transformed column j.
+  template <typename Transform>
+  std::vector<Values> transformColumns(ArrayRef<Values> rows,
+                                       Transform transform) {
+    std::vector<Values> result;
+    for (size_t j = 0; j < rows.front().size(); ++j) {
+      Values column;
+      for (const Values &row : rows)
+        column.push_back(row[j]);
+      Values transformed = transform(column);
+      result.resize(transformed.size());
+      for (size_t r = 0; r < transformed.size(); ++r)
+        result[r].push_back(transformed[r]);
+    }
+    return result;
   }
 
   /// B^T applied to one column (or row) of a tile.

@@ -156,6 +156,9 @@ check("--shape with wrong rank", compile_cmd(save(m, "symbolic3.onnx"), out, "--
 m = simple_model([helper.make_node("Relu", ["X"], ["Y"])], [X], [Y])
 check("unknown --cpu", compile_cmd(save(m, "cpu.onnx"), out, "--cpu", "bogus"),
       "--cpu 'bogus' is not a CPU LLVM knows", out)
+check("unknown --winograd mode",
+      compile_cmd(save(m, "wino.onnx"), out, "--winograd", "f6"),
+      "--winograd: f6 not in {f4,f2,off}", out)
 check("--precision bf16x3 for a CPU without AMX",
       compile_cmd(save(m, "amx.onnx"), out, "--precision", "bf16x3", "--cpu", "x86-64-v3"),
       "--precision bf16x3 needs a CPU with AMX-BF16", out)
