@@ -417,7 +417,37 @@ Value emitConvolution(OpBuilder &b, Location loc, Value x, Value w,
   return result;
 }
 
+/// The [n, g, f, h, w] result of a grouped 2-D convolution that `y` is a
+/// reshape of (emitConvolution's [n, g * f, h, w] view), or null.
+static Value groupedConvResult(Value y) {
+  Value v = y;
+  while (v && v.getDefiningOp<tensor::ExpandShapeOp>())
+    v = v.getDefiningOp<tensor::ExpandShapeOp>().getSrc();
+  while (v && v.getDefiningOp<tensor::CollapseShapeOp>())
+    v = v.getDefiningOp<tensor::CollapseShapeOp>().getSrc();
+  if (!v || !v.getDefiningOp<linalg::Conv2DNgchwGfchwOp>() ||
+      !cast<RankedTensorType>(v.getType()).hasStaticShape() ||
+      !cast<RankedTensorType>(y.getType()).hasStaticShape())
+    return Value();
+  return v;
+}
+
 Value emitChannelBias(OpBuilder &b, Location loc, Value y, Value bias) {
+  // A grouped convolution's bias is added to its [n, g, f, h, w] result,
+  // per (g, f): the bias and the activation after it then fold into that
+  // form and into the convolution's tile, which applies them before its
+  // stores (mcc-vectorize-grouped-conv). Added after the reshape, the
+  // bias's broadcast map kept them a separate pass over the output.
+  if (Value grouped = groupedConvResult(y)) {
+    Shape gs = shapeOf(grouped);
+    Type et = cast<RankedTensorType>(y.getType()).getElementType();
+    Value sum = emitElementwise(
+        b, loc, ValueRange{grouped, emitReshape(b, loc, bias, {gs[1], gs[2], 1, 1})},
+        et, gs, [](OpBuilder &nb, Location l, ValueRange v) {
+          return (Value)arith::AddFOp::create(nb, l, v[0], v[1]);
+        });
+    return emitReshape(b, loc, sum, shapeOf(y));
+  }
   Shape ys = shapeOf(y);
   Shape bs(ys.size() - 1, 1);
   bs[0] = ys[1];

@@ -166,7 +166,8 @@ std::vector<PipelineStage> cpuPipelineStages(const CompileOptions &options) {
       setOptions("mcc-tile-for-cpu", "{amx-tiles}");
     }
     if (options.cpuVectorBits >= 512) {
-      setOptions("mcc-register-tile-matmul", "{weight-rows=12}");
+      setOptions("mcc-register-tile-matmul",
+                 "{weight-rows=12 weight-a-vectors=3}");
     } else {
       bool avx2 = options.cpuVectorBits == 256;
       // No prefetch of A's next rows on AVX2: on Zen 3 its address

@@ -339,6 +339,9 @@ def RegisterTileMatmul
            "pre-packed weight (0: rows)">,
     Option<"vectors", "vectors", "int64_t", "2",
            "Vectors of C per row in a register block">,
+    Option<"weightAVectors", "weight-a-vectors", "int64_t", "0",
+           "Vectors of C per row in a register block of a product whose A "
+           "is a weight and B is not a pre-packed one (0: vectors)">,
     Option<"lanes", "lanes", "int64_t", "16", "f32 lanes per vector">,
     Option<"fuseEpilogues", "fuse-epilogues", "bool", "true",
            "Apply an elementwise generic right after a 2-D product to its "
