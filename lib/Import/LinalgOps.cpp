@@ -442,7 +442,8 @@ Value emitChannelBias(OpBuilder &b, Location loc, Value y, Value bias) {
     Shape gs = shapeOf(grouped);
     Type et = cast<RankedTensorType>(y.getType()).getElementType();
     Value sum = emitElementwise(
-        b, loc, ValueRange{grouped, emitReshape(b, loc, bias, {gs[1], gs[2], 1, 1})},
+        b, loc,
+        ValueRange{grouped, emitReshape(b, loc, bias, {gs[1], gs[2], 1, 1})},
         et, gs, [](OpBuilder &nb, Location l, ValueRange v) {
           return (Value)arith::AddFOp::create(nb, l, v[0], v[1]);
         });

@@ -84,19 +84,6 @@ bool staticF32Product(linalg::LinalgOp op, unsigned rank) {
   return true;
 }
 
-/// Whether `v` is an argument of its function past `mcc.num_inputs` (a
-/// weight, whose tiles can be laid out at compile time).
-bool isWeight(Value v) {
-  auto arg = dyn_cast<BlockArgument>(v);
-  if (!arg)
-    return false;
-  auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-  if (!fn)
-    return false;
-  auto numInputs = fn->getAttrOfType<IntegerAttr>("mcc.num_inputs");
-  return numInputs && arg.getArgNumber() >= numInputs.getInt();
-}
-
 /// Rows below which a product whose B is packed on every run keeps the
 /// AVX-512 kernels: each tile packs all of its K x N columns of B (both
 /// bf16 parts, from wherever B sits), paid for by its few rows.
@@ -112,7 +99,7 @@ bool rewritable(linalg::MatmulOp op) {
   auto a = cast<MemRefType>(op.getDpsInputs()[0].getType());
   auto c = cast<MemRefType>(op.getDpsInits()[0].getType());
   if (c.getDimSize(0) < kMinRowsForPackedB &&
-      !isWeight(mcc::rootBuffer(op.getDpsInputs()[1])))
+      !mcc::isModelWeight(mcc::rootBuffer(op.getDpsInputs()[1])))
     return false;
   return tileable(c.getDimSize(0), c.getDimSize(1), a.getDimSize(1),
                   op.getDpsInits()[0]);

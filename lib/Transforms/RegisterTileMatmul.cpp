@@ -1147,17 +1147,6 @@ Value shareDotPack(scf::ForallOp loop, Value src, int64_t count) {
   return packed;
 }
 
-/// Whether `v` is an argument of the model function past its inputs.
-bool isModelWeight(Value v) {
-  auto arg = dyn_cast_or_null<BlockArgument>(v);
-  if (!arg)
-    return false;
-  auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-  auto numInputs =
-      fn ? fn->getAttrOfType<IntegerAttr>("mcc.num_inputs") : IntegerAttr();
-  return numInputs && arg.getArgNumber() >= numInputs.getInt();
-}
-
 /// Whether `use` is B of a 2-D product this pass rewrites with the
 /// register-blocked kernel.
 bool isKernelB(OpOperand &use) {
@@ -1269,16 +1258,14 @@ struct RegisterTileMatmulPass
         opShape.rows = weightRows;
       } else if (int64_t n = cType.getShape().back(),
                  k = cast<MemRefType>(a.getType()).getShape().back();
-                 weightAVectors > 0 && isModelWeight(mcc::rootBuffer(a)) &&
+                 weightAVectors > 0 && mcc::isModelWeight(mcc::rootBuffer(a)) &&
                  !ShapedType::isDynamic(n) && !ShapedType::isDynamic(k) &&
-                 k >= kWideMinK &&
-                 n >= 2 * weightAVectors * shape.lanes) {
+                 k >= kWideMinK && n >= 2 * weightAVectors * shape.lanes) {
         // A is a weight (a convolution's, or Winograd's transformed one)
         // and B its activation: wider blocks load fewer B vectors and
-        // broadcasts per fma (resnext101 321.9-326.4 -> 316.2-318.7 ms,
-        // resnet50 68.0-68.8 -> 67.6-67.8 ms with 8 x 3 on Zen 4). Not for
-        // short K or narrow N (mobilenetv3's 40-row products, K = 40, ran
-        // slower).
+        // broadcasts per fma (resnext101 320.1-344.4 -> 315.1-317.6 ms on
+        // Zen 4, design 0027). Not for short K or narrow N: mobilenetv3's
+        // K = 40 and 40-row products ran slower.
         opShape.vectors = weightAVectors;
       }
       Value column = isa<linalg::MatmulOp>(op) && hasUnitInnerStride(a)

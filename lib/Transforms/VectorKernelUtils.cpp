@@ -61,6 +61,16 @@ Value rootBuffer(Value v) {
   return v;
 }
 
+bool isModelWeight(Value v) {
+  auto arg = dyn_cast_or_null<BlockArgument>(v);
+  if (!arg)
+    return false;
+  auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+  auto numInputs =
+      fn ? fn->getAttrOfType<IntegerAttr>("mcc.num_inputs") : IntegerAttr();
+  return numInputs && arg.getArgNumber() >= numInputs.getInt();
+}
+
 bool readElsewhere(Value v, ArrayRef<Operation *> ops) {
   Value root = rootBuffer(v);
   if (!root.getDefiningOp<memref::AllocOp>() &&

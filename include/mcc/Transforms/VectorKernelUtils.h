@@ -34,6 +34,10 @@ bool knownMultiple(mlir::OpFoldResult offset, int64_t m);
 /// The buffer behind `v`'s views.
 mlir::Value rootBuffer(mlir::Value v);
 
+/// Whether `v` is an argument of its function past `mcc.num_inputs`: a
+/// model weight, known at compile time.
+bool isModelWeight(mlir::Value v);
+
 /// Whether anything but `ops` (and views, deallocs) touches the buffer
 /// behind `v`: then a kernel that hands its result to an epilogue must
 /// still store it.
