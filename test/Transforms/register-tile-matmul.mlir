@@ -152,25 +152,31 @@ func.func @one_row_wide(%a: memref<1x64xf32>, %b: memref<64x64xf32>, %c: memref<
 }
 
 // B one contiguous column (a 1x1 convolution over a 1x1 image): dot products
-// along K, `rows` rows at a time (4 here, then 1 for the last two of 10), full
-// vectors of K then a masked rest (K = 20: two of 8, then 4), summed across
+// along K, one row of A at a time (one sequential stream), four vector
+// accumulators along K (K = 44: one step of 4 x 8), summed into one, the
+// remaining full vectors (one of 8), then a masked rest (4), summed across
 // lanes into C.
 // CHECK-LABEL: func.func @column_vector
 // CHECK-NOT: memref.alloca()
-// CHECK: %[[X:.*]] = memref.reinterpret_cast %{{.*}} to offset: [{{.*}}], sizes: [20], strides: [1]
-// CHECK: scf.for
-// CHECK: scf.for {{.*}} step %c8{{.*}} iter_args
+// CHECK: %[[X:.*]] = memref.reinterpret_cast %{{.*}} to offset: [{{.*}}], sizes: [44], strides: [1]
+// CHECK: scf.for %[[M:.*]] = %{{.*}} to %{{.*}} step %c1
+// CHECK: scf.for {{.*}} step %c32{{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-4: vector.fma
+// CHECK: scf.yield
+// CHECK-COUNT-3: arith.addf {{.*}} : vector<8xf32>
+// CHECK: scf.for {{.*}} step %c8{{.*}} -> (vector<8xf32>)
 // CHECK: vector.load %[[X]]
-// CHECK-COUNT-4: vector.load %arg0
+// CHECK: vector.load %arg0[%[[M]], 
 // CHECK: vector.maskedload %[[X]]
-// CHECK-COUNT-4: vector.reduction <add>, {{.*}} fastmath<reassoc>
-// CHECK: scf.for
+// CHECK: vector.maskedload %arg0[%[[M]],
 // CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc>
+// CHECK-NOT: vector.reduction
+// CHECK: memref.store {{.*}}, %arg2[%[[M]], %{{.*}}]
 // A column of B that is not contiguous keeps the general kernel.
 // CHECK-LABEL: func.func @strided_column
 // CHECK-NOT: vector.reduction
-func.func @column_vector(%a: memref<10x20xf32>, %b: memref<20x1xf32>, %c: memref<10x1xf32>) {
-  linalg.matmul ins(%a, %b : memref<10x20xf32>, memref<20x1xf32>) outs(%c : memref<10x1xf32>)
+func.func @column_vector(%a: memref<10x44xf32>, %b: memref<44x1xf32>, %c: memref<10x1xf32>) {
+  linalg.matmul ins(%a, %b : memref<10x44xf32>, memref<44x1xf32>) outs(%c : memref<10x1xf32>)
   return
 }
 func.func @strided_column(%a: memref<10x20xf32>, %b: memref<20x1xf32, strided<[4, 1]>>, %c: memref<10x1xf32>) {
