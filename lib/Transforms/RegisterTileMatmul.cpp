@@ -927,9 +927,9 @@ private:
   /// the FMA latency while one row streams.
   static constexpr int64_t kMatvecAccumulators = 4;
 
-  scf::ForOp loop(Value lo, Value hi, int64_t step, ValueRange init,
-                  llvm::function_ref<SmallVector<Value>(Value, ValueRange)>
-                      body) {
+  scf::ForOp
+  loop(Value lo, Value hi, int64_t step, ValueRange init,
+       llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body) {
     return scf::ForOp::create(
         b, loc, lo, hi, idx(step), init,
         [&](OpBuilder &, Location, Value iv, ValueRange in) {
@@ -979,7 +979,8 @@ private:
     Value sum = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD,
                                             acc, arith::FastMathFlags::reassoc);
     ValueRange at{m, idx(0)};
-    Value before = initValue ? initValue : memref::LoadOp::create(b, loc, c, at);
+    Value before =
+        initValue ? initValue : memref::LoadOp::create(b, loc, c, at);
     memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, before, sum),
                             c, at);
   }
