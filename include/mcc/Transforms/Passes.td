@@ -336,7 +336,8 @@ def RegisterTileMatmul
     Option<"rows", "rows", "int64_t", "8", "Rows of C per register block">,
     Option<"weightRows", "weight-rows", "int64_t", "0",
            "Rows of C per register block of a 2-D product whose B is a "
-           "pre-packed weight (0: rows)">,
+           "pre-packed weight (0: rows); more than 8 only where A's rows "
+           "are not a multiple of 4 KiB apart">,
     Option<"vectors", "vectors", "int64_t", "2",
            "Vectors of C per row in a register block">,
     Option<"weightAVectors", "weight-a-vectors", "int64_t", "0",
