@@ -166,7 +166,7 @@ func.func @one_row_wide(%a: memref<1x64xf32>, %b: memref<64x64xf32>, %c: memref<
 // CHECK-COUNT-3: arith.addf {{.*}} : vector<8xf32>
 // CHECK: scf.for {{.*}} step %c8{{.*}} -> (vector<8xf32>)
 // CHECK: vector.load %[[X]]
-// CHECK: vector.load %arg0[%[[M]], 
+// CHECK: vector.load %arg0[%[[M]],
 // CHECK: vector.maskedload %[[X]]
 // CHECK: vector.maskedload %arg0[%[[M]],
 // CHECK: vector.reduction <add>, {{.*}} fastmath<reassoc>
