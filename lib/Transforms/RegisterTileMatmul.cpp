@@ -929,11 +929,8 @@ public:
   void emit() {
     Value M = memref::DimOp::create(b, loc, c, 0);
     Value K = memref::DimOp::create(b, loc, a, 1);
-    int64_t stride = lanes * kMatvecAccumulators;
-    kFull = arith::SubIOp::create(
-        b, loc, K, arith::RemUIOp::create(b, loc, K, idx(lanes)));
-    kUnrolled = arith::SubIOp::create(
-        b, loc, K, arith::RemUIOp::create(b, loc, K, idx(stride)));
+    kFull = roundDown(K, lanes);
+    kUnrolled = roundDown(K, lanes * kMatvecAccumulators);
     kRest = arith::SubIOp::create(b, loc, K, kFull);
     loop(idx(0), M, 1, ValueRange{}, [&](Value m, ValueRange) {
       row(m);
